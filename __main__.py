@@ -1,0 +1,26 @@
+"""Pulumi entry point: read the stack config, declare one MiniCluster, export its outputs."""
+
+import pulumi
+
+from components.minicluster import MiniCluster, MiniClusterArgs, stack_config
+from components.spec import ConfigError, load_spec
+
+try:
+    spec = load_spec(stack_config(), pulumi.get_stack())
+except ConfigError as error:
+    # Validated before any resource is declared: a bad config creates nothing.
+    raise pulumi.RunError(str(error)) from None
+
+cluster = MiniCluster(
+    spec.name,
+    MiniClusterArgs(spec=spec, kube_context=pulumi.Config("kubernetes").get("context")),
+)
+
+pulumi.export("name", cluster.cluster_name)
+pulumi.export("namespace", cluster.namespace)
+pulumi.export("size", cluster.size)
+pulumi.export("serviceName", cluster.service_name)
+pulumi.export("jobName", cluster.job_name)
+pulumi.export("rank0Hostname", cluster.rank0_hostname)
+pulumi.export("publicKey", cluster.public_key)
+pulumi.export("logsCommand", cluster.logs_command)

@@ -1,0 +1,182 @@
+#!/usr/bin/env bash
+# MiniCluster broker entrypoint: the same script runs in every pod, for every rank and mode.
+#
+# It is static: the Job configures it through MC_* environment variables and through files mounted
+# beside it (MC_RUN_CONFIG_DIR): command.args (one argument per line), submit.flags (one per line),
+# and the optional hooks init.sh, pre.sh and post.sh.
+#
+# Usage: entrypoint.sh                 start this pod's broker
+#        entrypoint.sh --in-instance   (internal) rank 0's initial program for batch and interactive modes
+
+set -o pipefail
+if [[ ${MC_STRICT:-false} == true ]]; then set -euo pipefail; fi
+if [[ ${MC_DEBUG:-false} == true ]]; then set -x; fi
+
+flux=${MC_FLUX:-flux}
+run_config=${MC_RUN_CONFIG_DIR:?MC_RUN_CONFIG_DIR must name the directory of command and hook files}
+state=${MC_STATE_DIR:?MC_STATE_DIR must name a writable directory}
+rank=""
+
+log() {
+  if [[ ${MC_QUIET:-false} != true ]]; then printf 'minicluster[rank %s]: %s\n' "${rank:-?}" "$*" >&2; fi
+}
+
+die() {
+  printf 'minicluster[rank %s]: error: %s\n' "${rank:-?}" "$*" >&2
+  exit 1
+}
+
+# Lines of a mounted file into the named array; a missing file is an empty list.
+read_lines() {
+  local -n into=$1
+  into=()
+  # shellcheck disable=SC2034 # `into` is a nameref: this fills the caller's array
+  if [[ -f $run_config/$2 ]]; then mapfile -t into <"$run_config/$2"; fi
+}
+
+# Hooks are user shell snippets. Under strict logging they run strict too, and a failure stops the pod.
+run_hook() {
+  local hook=$run_config/$1.sh status=0
+  [[ -f $hook ]] || return 0
+  log "running the $1 hook"
+  if [[ ${MC_STRICT:-false} == true ]]; then
+    bash -euo pipefail "$hook" || status=$?
+    if ((status != 0)); then die "the $1 hook failed with status $status"; fi
+  else
+    bash "$hook" || log "the $1 hook failed with status $? (continuing; set logging.strict to stop)"
+  fi
+}
+
+# The rank is this pod's position in the hostlist <prefix>-[0-(max_size-1)]: the number after the prefix.
+find_rank() {
+  local host=${HOSTNAME%%.*} index
+  index=${host#"${MC_HOST_PREFIX}-"}
+  if [[ $index == "$host" || ! $index =~ ^(0|[1-9][0-9]*)$ ]] || ((index >= MC_MAX_SIZE)); then
+    die "hostname '$host' is not in the hostlist $MC_HOSTLIST"
+  fi
+  if [[ ${JOB_COMPLETION_INDEX:-} != "$index" ]]; then
+    die "hostname '$host' says rank $index but JOB_COMPLETION_INDEX is '${JOB_COMPLETION_INDEX:-unset}'"
+  fi
+  rank=$index
+}
+
+# The broker refuses a certificate others can read, and the Secret mount is read-only: copy it privately.
+prepare_state() {
+  mkdir -p "$state/run" "$state/content" || die "cannot create $state"
+  (umask 077 && cp "$MC_CURVE_CERT_SOURCE" "$state/curve.cert") || die "cannot copy $MC_CURVE_CERT_SOURCE"
+  chmod 0600 "$state/curve.cert"
+  # Every host gets this pod's cores and GPUs: the nodes of one MiniCluster are assumed alike.
+  "$flux" R encode --hosts="$MC_HOSTLIST" --local >"$state/R" || die "flux R encode failed"
+}
+
+broker_options() {
+  local -n options=$1
+  local attributes
+  options=(
+    "-o,--config-path=$MC_BROKER_CONFIG_DIR"
+    "-Stbon.connect_timeout=$MC_CONNECT_TIMEOUT"
+    "-Srundir=$state/run"
+    "-Sstatedir=$state/content"
+    "-Slocal-uri=local://$state/run/local"
+    "-Slog-stderr-level=$MC_LOG_LEVEL"
+    "-Slog-stderr-mode=local"
+  )
+  if [[ -n ${MC_QUORUM:-} ]]; then options+=("-Sbroker.quorum=$MC_QUORUM"); fi
+  if [[ -n ${MC_TOPOLOGY:-} ]]; then options+=("-Stbon.topo=$MC_TOPOLOGY"); fi
+  read_lines attributes broker.attributes
+  if ((${#attributes[@]})); then options+=("${attributes[@]/#/-S}"); fi
+}
+
+# Rank 0: the instance's initial program decides the mode. flux start returns that program's status.
+start_rank0() {
+  local -a options command flags
+  broker_options options
+  read_lines command command.args
+  read_lines flags submit.flags
+  if ((${#command[@]} == 0)); then
+    log "persistent instance: no initial program; stop it with 'flux shutdown'"
+    "$flux" start "${options[@]}" -Sbroker.rc2_none=1
+    return
+  fi
+  case $MC_MODE in
+    submit) "$flux" start "${options[@]}" "$flux" submit --watch -N"$MC_SIZE" -n"$MC_TASKS" "${flags[@]}" "${command[@]}" ;;
+    launcher) "$flux" start "${options[@]}" "${command[@]}" ;;
+    batch | interactive) "$flux" start "${options[@]}" bash "${BASH_SOURCE[0]}" --in-instance ;;
+    *) die "unknown MC_MODE '$MC_MODE'" ;;
+  esac
+}
+
+# Workers run a broker with no program. A worker that starts before rank 0 is reachable may exit
+# early: retry with a short, bounded backoff. Exit 0 means rank 0 shut the instance down.
+start_worker() {
+  local -a options
+  local attempt=1 delay=1 status
+  broker_options options
+  while :; do
+    status=0
+    "$flux" start "${options[@]}" || status=$?
+    if ((status == 0)); then
+      log "the instance shut down"
+      return 0
+    fi
+    if ((attempt >= MC_WORKER_RETRIES)); then
+      log "broker exited with status $status; giving up after $attempt tries"
+      return "$status"
+    fi
+    log "broker exited with status $status; try $((attempt + 1))/$MC_WORKER_RETRIES in ${delay}s"
+    sleep "$delay"
+    attempt=$((attempt + 1))
+    delay=$((delay < 8 ? delay * 2 : 10))
+  done
+}
+
+# Inside the instance (rank 0's initial program) for the modes that need more than one command.
+in_instance() {
+  local -a command flags
+  read_lines flags submit.flags
+  case $MC_MODE in
+    batch)
+      local script=$state/batch.sh line jobid quoted_flags=""
+      if ((${#flags[@]})); then quoted_flags=$(printf '%q ' "${flags[@]}"); fi
+      {
+        printf '#!/bin/bash\n'
+        while IFS= read -r line; do
+          if [[ -n ${line// /} ]]; then printf '%q submit --flags=waitable %s%s\n' "$flux" "$quoted_flags" "$line"; fi
+        done <"$run_config/command.lines"
+        printf '%q job wait --all\n' "$flux"
+      } >"$script"
+      jobid=$("$flux" batch -N"$MC_SIZE" "$script") || die "flux batch failed"
+      log "batch job $jobid submitted"
+      "$flux" job attach "$jobid"
+      ;;
+    interactive)
+      read_lines command command.args
+      "$flux" submit --watch -N"$MC_SIZE" -n"$MC_TASKS" "${flags[@]}" "${command[@]}" ||
+        log "the command exited with status $?"
+      log "interactive: the instance stays up; stop it with 'flux shutdown'"
+      while :; do sleep 3600; done
+      ;;
+    *) die "--in-instance is for batch and interactive modes, not '$MC_MODE'" ;;
+  esac
+}
+
+main() {
+  if [[ ${1:-} == --in-instance ]]; then
+    in_instance
+    return
+  fi
+  run_hook init
+  find_rank
+  log "rank $rank of $MC_SIZE in $MC_HOSTLIST, mode $MC_MODE"
+  prepare_state
+  run_hook pre
+  local status=0 started=$SECONDS
+  if ((rank == 0)); then start_rank0 || status=$?; else start_worker || status=$?; fi
+  if [[ ${MC_TIMED:-false} == true ]]; then log "the broker ran for $((SECONDS - started))s"; fi
+  export MC_EXIT_STATUS=$status
+  run_hook post
+  log "exiting with status $status"
+  return "$status"
+}
+
+main "$@"

@@ -1,0 +1,119 @@
+"""The MiniCluster component: wires the pure builders' objects into Pulumi resources.
+
+Graph: certificate -> Secret ─┐
+       broker ConfigMap ──────┼─> Indexed Job (names passed as Outputs: order and roll-outs follow)
+       entrypoint ConfigMap ──┤
+       headless Service ──────┘
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import manifests
+from components.keygen import CurveCertificate, LocalCurveCertificate
+from components.spec import MiniClusterSpec
+
+# Immutable Job fields that the provider would otherwise try to patch in place (and fail).
+JOB_IMMUTABLE_FIELDS = ["spec.completionMode", "spec.successPolicy", "spec.podFailurePolicy"]
+
+
+@dataclass(frozen=True)
+class MiniClusterArgs:
+    spec: MiniClusterSpec
+    """The validated stack config (see components.spec.MiniClusterSpec for every setting)."""
+    kube_context: str | None = None
+    """kubeconfig context for the keygen pod; pass the `kubernetes:context` setting so the keygen pod
+    and the Kubernetes provider talk to the same cluster. None: the kubeconfig's current context."""
+
+
+class MiniCluster(pulumi.ComponentResource):
+    """N pods, each running a Flux broker, joined into one Flux instance."""
+
+    def __init__(self, name: str, args: MiniClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("minicluster:index:MiniCluster", name, None, opts)
+        spec = args.spec
+        cert = self._curve_certificate(name, args)
+        curve_secret = self._child(k8s.core.v1.Secret, f"{name}-curve", manifests.curve_secret(spec, cert.certificate))
+        broker_config = self._child(k8s.core.v1.ConfigMap, f"{name}-broker-config", manifests.broker_config_map(spec))
+        entrypoint = self._child(k8s.core.v1.ConfigMap, f"{name}-entrypoint", manifests.entrypoint_config_map(spec))
+        service = self._child(k8s.core.v1.Service, f"{name}-service", manifests.headless_service(spec))
+        job_manifest = manifests.job(
+            spec,
+            service_name=service.metadata.name,
+            curve_secret_name=curve_secret.metadata.name,
+            broker_config_name=broker_config.metadata.name,
+            entrypoint_name=entrypoint.metadata.name,
+        )
+        job = self._child(k8s.batch.v1.Job, f"{name}-job", job_manifest, replace_on_changes=JOB_IMMUTABLE_FIELDS)
+
+        self.cluster_name = pulumi.Output.from_input(spec.name)
+        self.namespace = job.metadata.namespace
+        self.size = pulumi.Output.from_input(spec.size)
+        self.service_name = service.metadata.name
+        self.job_name = job.metadata.name
+        self.rank0_hostname = pulumi.Output.from_input(spec.rank0_host)
+        self.public_key = cert.publicKey
+        self.logs_command = pulumi.Output.concat(
+            "kubectl logs -f -n ", job.metadata.namespace, " -c ", manifests.BROKER_CONTAINER,
+            " -l job-name=", job.metadata.name, ",batch.kubernetes.io/job-completion-index=0",
+        )  # fmt: skip
+        self.register_outputs(
+            {
+                "name": self.cluster_name,
+                "namespace": self.namespace,
+                "size": self.size,
+                "serviceName": self.service_name,
+                "jobName": self.job_name,
+                "rank0Hostname": self.rank0_hostname,
+                "publicKey": self.public_key,
+                "logsCommand": self.logs_command,
+            }
+        )
+
+    def _curve_certificate(self, name: str, args: MiniClusterArgs) -> _Certificate:
+        spec, opts = args.spec, pulumi.ResourceOptions(parent=self)
+        if spec.curve_certificate is not None:
+            return _ProvidedCertificate(spec)
+        if spec.keygen == "local":
+            return LocalCurveCertificate(f"{name}-curve-certificate", spec, opts)
+        return CurveCertificate(f"{name}-curve-certificate", spec, args.kube_context, opts)
+
+    def _child(self, kind: Any, resource_name: str, manifest: manifests.Manifest, **options: Any) -> Any:
+        # Explicit metadata.name: a replacement must delete first, or the create hits AlreadyExists.
+        opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True, **options)
+        fields = {_snake(key): value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
+        return kind(resource_name, **fields, opts=opts)
+
+
+class _Certificate:
+    certificate: pulumi.Output[str]
+    publicKey: pulumi.Output[str]
+
+
+class _ProvidedCertificate(_Certificate):
+    """The user's own certificate (already validated by the spec): no resource at all."""
+
+    def __init__(self, spec: MiniClusterSpec) -> None:
+        from components.certificate import parse
+
+        assert spec.curve_certificate is not None
+        text = spec.curve_certificate.get_secret_value()
+        self.certificate = pulumi.Output.secret(parse(text).text())
+        self.publicKey = pulumi.Output.from_input(parse(text).public_key)
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def stack_config() -> dict[str, Any]:
+    """Every config value of the running stack, as the engine hands it to the program."""
+    from pulumi.runtime import config
+
+    return {**config.get_config_env(), **config.CONFIG.get()}

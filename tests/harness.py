@@ -1,0 +1,114 @@
+"""Run the real Pulumi program (`__main__.py`) on Pulumi mocks and collect what it registered.
+
+Every call starts from a clean runtime: a new event loop, a new root stack, the given config only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import runpy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks, settings
+
+from components import certificate
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = "minicluster"  # must match Pulumi.yaml, or config keys silently miss
+KEYGEN_CERTIFICATE = certificate.generate("mocked-0")
+"""What the mocked keygen resources return: a real, valid certificate."""
+CERTIFICATE_TYPES = (
+    "pulumi-python:dynamic/minicluster:CurveCertificate",
+    "pulumi-python:dynamic/minicluster:LocalCurveCertificate",
+)
+
+
+@dataclass
+class Registered:
+    typ: str
+    name: str
+    inputs: dict[str, Any]
+    parent: str | None = None
+
+
+@dataclass
+class Deployment:
+    resources: list[Registered] = field(default_factory=list)
+    outputs: dict[str, Any] = field(default_factory=dict)
+    secret_outputs: set[str] = field(default_factory=set)
+
+    def of_type(self, typ: str) -> list[Registered]:
+        return [r for r in self.resources if r.typ == typ]
+
+    def one(self, typ: str) -> Registered:
+        found = self.of_type(typ)
+        assert len(found) == 1, f"expected one {typ}, found {len(found)}"
+        return found[0]
+
+    @property
+    def kinds(self) -> list[str]:
+        return sorted(r.typ for r in self.resources)
+
+
+class MiniClusterMocks(pulumi.runtime.Mocks):
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
+        self.deployment.resources.append(Registered(args.typ, args.name, dict(args.inputs)))
+        state = dict(args.inputs)
+        if args.typ in CERTIFICATE_TYPES:
+            state.update(certificate=KEYGEN_CERTIFICATE.text(), publicKey=KEYGEN_CERTIFICATE.public_key)
+        return f"{args.name}-id", state
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
+        return {}
+
+
+def deploy(config: dict[str, Any], stack: str = "dev", preview: bool = False) -> Deployment:
+    """Run __main__.py with `config` (keys without the `minicluster:` prefix get it added)."""
+    deployment = Deployment()
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    settings.ROOT.set(None)
+    pulumi.runtime.set_mocks(MiniClusterMocks(deployment), project=PROJECT, stack=stack, preview=preview)
+    pulumi.runtime.set_all_config({_key(k): _value(v) for k, v in config.items()})
+
+    @pulumi.runtime.test
+    def program() -> pulumi.Output[Any]:
+        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+        root = settings.get_root_resource()
+        exported: dict[str, Any] = root.outputs  # type: ignore[union-attr]
+        return pulumi.Output.all(**{name: _with_secrecy(o) for name, o in exported.items()}).apply(
+            lambda values: _collect(deployment, values)
+        )
+
+    program()
+    return deployment
+
+
+def _with_secrecy(output: Any) -> pulumi.Output[tuple[Any, bool]]:
+    out = pulumi.Output.from_input(output)
+    return pulumi.Output.all(out, pulumi.Output.from_input(out.is_secret())).apply(tuple)  # type: ignore[arg-type]
+
+
+def _collect(deployment: Deployment, values: dict[str, tuple[Any, bool]]) -> None:
+    for name, (value, secret) in values.items():
+        deployment.outputs[name] = value
+        if secret:
+            deployment.secret_outputs.add(name)
+
+
+def _key(key: str) -> str:
+    return key if ":" in key else f"{PROJECT}:{key}"
+
+
+def _value(value: Any) -> str:
+    """Config values reach the program as strings; structured ones as JSON, as the engine sends them."""
+    import json
+
+    if isinstance(value, str):
+        return value
+    return json.dumps(value)
