@@ -27,11 +27,12 @@ die() {
 }
 
 # Lines of a mounted file into the named array; a missing file is an empty list.
+# (Namerefs get names no caller uses: `local -n x=x` is a circular reference.)
 read_lines() {
-  local -n into=$1
-  into=()
-  # shellcheck disable=SC2034 # `into` is a nameref: this fills the caller's array
-  if [[ -f $run_config/$2 ]]; then mapfile -t into <"$run_config/$2"; fi
+  local -n lines_out_=$1
+  lines_out_=()
+  # shellcheck disable=SC2034 # a nameref: this fills the caller's array
+  if [[ -f $run_config/$2 ]]; then mapfile -t lines_out_ <"$run_config/$2"; fi
 }
 
 # Hooks are user shell snippets. Under strict logging they run strict too, and a failure stops the pod.
@@ -70,9 +71,9 @@ prepare_state() {
 }
 
 broker_options() {
-  local -n options=$1
-  local attributes
-  options=(
+  local -n options_out_=$1
+  local -a attributes
+  options_out_=(
     "-o,--config-path=$MC_BROKER_CONFIG_DIR"
     "-Stbon.connect_timeout=$MC_CONNECT_TIMEOUT"
     "-Srundir=$state/run"
@@ -81,10 +82,10 @@ broker_options() {
     "-Slog-stderr-level=$MC_LOG_LEVEL"
     "-Slog-stderr-mode=local"
   )
-  if [[ -n ${MC_QUORUM:-} ]]; then options+=("-Sbroker.quorum=$MC_QUORUM"); fi
-  if [[ -n ${MC_TOPOLOGY:-} ]]; then options+=("-Stbon.topo=$MC_TOPOLOGY"); fi
+  if [[ -n ${MC_QUORUM:-} ]]; then options_out_+=("-Sbroker.quorum=$MC_QUORUM"); fi
+  if [[ -n ${MC_TOPOLOGY:-} ]]; then options_out_+=("-Stbon.topo=$MC_TOPOLOGY"); fi
   read_lines attributes broker.attributes
-  if ((${#attributes[@]})); then options+=("${attributes[@]/#/-S}"); fi
+  if ((${#attributes[@]})); then options_out_+=("${attributes[@]/#/-S}"); fi
 }
 
 # Rank 0: the instance's initial program decides the mode. flux start returns that program's status.

@@ -31,7 +31,6 @@ class Registered:
     typ: str
     name: str
     inputs: dict[str, Any]
-    parent: str | None = None
 
 
 @dataclass
@@ -39,6 +38,14 @@ class Deployment:
     resources: list[Registered] = field(default_factory=list)
     outputs: dict[str, Any] = field(default_factory=dict)
     secret_outputs: set[str] = field(default_factory=set)
+    registrations: dict[str, tuple[str | None, str]] = field(default_factory=dict)
+    """Resource name -> (parent URN, own URN); the names in this program are unique."""
+
+    def parent(self, resource: Registered) -> str | None:
+        return self.registrations[resource.name][0]
+
+    def urn(self, resource: Registered) -> str:
+        return self.registrations[resource.name][1]
 
     def of_type(self, typ: str) -> list[Registered]:
         return [r for r in self.resources if r.typ == typ]
@@ -68,12 +75,26 @@ class MiniClusterMocks(pulumi.runtime.Mocks):
         return {}
 
 
+class RecordingMonitor(mocks.MockMonitor):
+    """Also records each registration's parent URN (MockResourceArgs does not carry it)."""
+
+    def __init__(self, mocks_: MiniClusterMocks) -> None:
+        super().__init__(mocks_)
+        self.deployment = mocks_.deployment
+
+    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method's name)
+        response = super().RegisterResource(request)
+        self.deployment.registrations[request.name] = (request.parent or None, response.urn)
+        return response
+
+
 def deploy(config: dict[str, Any], stack: str = "dev", preview: bool = False) -> Deployment:
     """Run __main__.py with `config` (keys without the `minicluster:` prefix get it added)."""
     deployment = Deployment()
     asyncio.set_event_loop(asyncio.new_event_loop())
     settings.ROOT.set(None)
-    pulumi.runtime.set_mocks(MiniClusterMocks(deployment), project=PROJECT, stack=stack, preview=preview)
+    fake = MiniClusterMocks(deployment)
+    pulumi.runtime.set_mocks(fake, project=PROJECT, stack=stack, preview=preview, monitor=RecordingMonitor(fake))
     pulumi.runtime.set_all_config({_key(k): _value(v) for k, v in config.items()})
 
     @pulumi.runtime.test

@@ -1,0 +1,60 @@
+"""broker.toml: the bootstrap table every broker reads (issue 3)."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+import hostlist
+import pytest
+
+from components.manifests import broker_toml
+from components.spec import load_spec
+from tests.conftest import config
+
+
+def broker(**overrides: Any) -> dict[str, Any]:
+    raw = {f"minicluster:{key}": value for key, value in config(**overrides).items()}
+    return tomllib.loads(broker_toml(load_spec(raw, "dev")))
+
+
+@pytest.mark.parametrize(
+    ("size", "expected"),
+    [(1, "dev-0"), (2, "dev-[0-1]"), (10, "dev-[0-9]"), (1000, "dev-[0-999]")],
+)
+def test_hostlist_names_every_rank_in_order(size: int, expected: str) -> None:
+    hosts = broker(size=size)["bootstrap"]["hosts"]
+    assert hosts == [{"host": expected}]
+    assert hostlist.expand_hostlist(expected) == [f"dev-{rank}" for rank in range(size)]
+
+
+def test_hostlist_reaches_max_size_so_the_instance_can_grow() -> None:
+    (entry,) = broker(size=2, maxSize=8)["bootstrap"]["hosts"]
+    assert hostlist.expand_hostlist(entry["host"]) == [f"dev-{rank}" for rank in range(8)]
+
+
+def test_names_with_digits_and_dashes_keep_rank_order() -> None:
+    (entry,) = broker(name="job-2-b3", size=12)["bootstrap"]["hosts"]
+    assert hostlist.expand_hostlist(entry["host"])[10:] == ["job-2-b3-10", "job-2-b3-11"]
+
+
+def test_connect_uri_uses_service_namespace_and_cluster_domain() -> None:
+    bootstrap = broker(serviceName="flux-net", namespace="hpc", clusterDomain="corp.example")["bootstrap"]
+    assert bootstrap["default_connect"] == "tcp://%h.flux-net.hpc.svc.corp.example:%p"
+
+
+def test_defaults_bind_eth0_on_port_8050_with_the_private_certificate_copy() -> None:
+    bootstrap = broker()["bootstrap"]
+    assert bootstrap["default_bind"] == "tcp://eth0:%p"
+    assert bootstrap["default_port"] == 8050
+    assert bootstrap["default_connect"] == "tcp://%h.dev.default.svc.cluster.local:%p"
+    assert bootstrap["curve_cert"] == "/var/lib/minicluster/curve.cert"
+
+
+def test_interface_and_port_are_settings() -> None:
+    bootstrap = broker(networkInterface="ib0", port=9000)["bootstrap"]
+    assert (bootstrap["default_bind"], bootstrap["default_port"]) == ("tcp://ib0:%p", 9000)
+
+
+def test_resource_file_is_the_one_the_entrypoint_writes() -> None:
+    assert broker()["resource"] == {"path": "/var/lib/minicluster/R", "noverify": True}

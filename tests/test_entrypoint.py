@@ -1,0 +1,344 @@
+"""The real entrypoint under bash, one process per rank, with stand-in `flux` and `sleep` (issue 3).
+
+The files and environment come from the same builders the Job uses; only the mount points are
+redirected into a temporary directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components import certificate, manifests
+from components.spec import MiniClusterSpec, load_spec
+from tests.conftest import config
+
+ROOT = Path(__file__).resolve().parent.parent
+STANDINS = ROOT / "tests" / "standins"
+SCRIPT = ROOT / "components" / "entrypoint.sh"
+
+
+@dataclass
+class Run:
+    status: int
+    stderr: str
+    calls: list[dict[str, Any]]
+    sleeps: list[str]
+
+    def subcommand(self, name: str) -> list[list[str]]:
+        return [call["argv"] for call in self.calls if call["argv"][:1] == [name]]
+
+    @property
+    def start(self) -> list[str]:
+        (argv,) = self.subcommand("start")
+        return argv
+
+
+class Pods:
+    """A MiniCluster's pods as local processes sharing the mounted files."""
+
+    def __init__(self, tmp: Path, **overrides: Any) -> None:
+        self.tmp = tmp
+        self.spec: MiniClusterSpec = load_spec({f"minicluster:{k}": v for k, v in config(**overrides).items()}, "dev")
+        self.cert = certificate.generate(self.spec.rank0_host)
+        run_dir, broker_dir, curve_dir = tmp / "run", tmp / "broker", tmp / "curve"
+        for directory, files in (
+            (run_dir, manifests.run_config_files(self.spec)),
+            (broker_dir, {manifests.BROKER_CONFIG_KEY: manifests.broker_toml(self.spec)}),
+            (curve_dir, {manifests.CURVE_CERT_KEY: self.cert.text()}),
+        ):
+            directory.mkdir()
+            for name, text in files.items():
+                (directory / name).write_text(text)
+        (curve_dir / manifests.CURVE_CERT_KEY).chmod(0o444)  # Secret mounts are read-only
+        self.env = {item["name"]: item["value"] for item in manifests.entrypoint_env(self.spec)}
+        self.env.update(
+            MC_RUN_CONFIG_DIR=str(run_dir),
+            MC_BROKER_CONFIG_DIR=str(broker_dir),
+            MC_CURVE_CERT_SOURCE=str(curve_dir / manifests.CURVE_CERT_KEY),
+        )
+
+    def run(self, rank: int, *args: str, hostname: str | None = None, index: str | None = None, **env: str) -> Run:
+        return self.wait(self.start(rank, *args, hostname=hostname, index=index, **env))
+
+    def start(
+        self, rank: int, *args: str, hostname: str | None = None, index: str | None = None, **env: str
+    ) -> tuple[subprocess.Popen[str], Path]:
+        log = self.tmp / f"calls-{rank}-{len(list(self.tmp.glob('calls-*')))}.jsonl"
+        state = self.tmp / f"state-{rank}"
+        process_env = {
+            "PATH": f"{STANDINS}:{os.environ['PATH']}",
+            "HOME": str(self.tmp),
+            **self.env,
+            "MC_STATE_DIR": str(state),
+            "HOSTNAME": hostname or self.spec.host(rank),
+            "JOB_COMPLETION_INDEX": str(rank) if index is None else index,
+            "STANDIN_LOG": str(log),
+            **env,
+        }
+        process = subprocess.Popen(
+            ["bash", str(SCRIPT), *args], env=process_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
+        )
+        return process, log
+
+    @staticmethod
+    def wait(started: tuple[subprocess.Popen[str], Path]) -> Run:
+        process, log = started
+        _, stderr = process.communicate(timeout=30)
+        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        sleeps_file = Path(f"{log}.sleep")
+        sleeps = sleeps_file.read_text().splitlines() if sleeps_file.exists() else []
+        return Run(process.returncode, stderr, calls, sleeps)
+
+
+def broker_options(pods: Pods, rank: int) -> list[str]:
+    state = pods.tmp / f"state-{rank}"
+    return [
+        "-o,--config-path=" + pods.env["MC_BROKER_CONFIG_DIR"],
+        "-Stbon.connect_timeout=5s",
+        f"-Srundir={state}/run",
+        f"-Sstatedir={state}/content",
+        f"-Slocal-uri=local://{state}/run/local",
+        "-Slog-stderr-level=6",
+        "-Slog-stderr-mode=local",
+    ]
+
+
+# -- ranks ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "size"), [("dev", 1), ("dev", 3), ("job-2-b3", 12)])
+def test_every_rank_finds_itself_and_only_rank0_runs_the_command(tmp_path: Path, name: str, size: int) -> None:
+    pods = Pods(tmp_path, name=name, size=size)
+    runs = [Pods.wait(pods.start(rank)) for rank in range(size)]  # one process per rank, concurrently
+    assert [run.status for run in runs] == [0] * size
+    for rank, run in enumerate(runs):
+        assert f"minicluster[rank {rank}]: rank {rank} of {size} in {pods.spec.hostlist}" in run.stderr
+        expected_program = ["flux", "submit", "--watch", f"-N{size}", "-n1", "hostname"] if rank == 0 else []
+        assert run.start == ["start", *broker_options(pods, rank), *expected_program]
+
+
+@pytest.mark.parametrize(
+    ("hostname", "index", "message"),
+    [
+        ("dev-7", "7", "hostname 'dev-7' is not in the hostlist dev-[0-3]"),
+        ("dev-01", "1", "hostname 'dev-01' is not in the hostlist dev-[0-3]"),
+        ("other-1", "1", "hostname 'other-1' is not in the hostlist dev-[0-3]"),
+        ("dev-2", "3", "hostname 'dev-2' says rank 2 but JOB_COMPLETION_INDEX is '3'"),
+    ],
+)
+def test_a_pod_outside_the_hostlist_fails_loudly_before_starting_flux(
+    tmp_path: Path, hostname: str, index: str, message: str
+) -> None:
+    run = Pods(tmp_path).run(1, hostname=hostname, index=index)
+    assert run.status == 1
+    assert message in run.stderr
+    assert run.calls == []
+
+
+def test_fqdn_hostname_is_reduced_to_the_short_name(tmp_path: Path) -> None:
+    assert Pods(tmp_path).run(2, hostname="dev-2.dev.default.svc.cluster.local").status == 0
+
+
+# -- rank 0 per mode ------------------------------------------------------------------------------
+
+
+def test_submit_mode_watches_the_command_with_size_tasks_and_extra_flags(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, tasks=8, submitFlags=["--exclusive", "--setattr=user.note=a b"], command="lmp -in 'in file'")
+    assert pods.run(0).start == [
+        "start", *broker_options(pods, 0),
+        "flux", "submit", "--watch", "-N4", "-n8", "--exclusive", "--setattr=user.note=a b", "lmp", "-in", "in file",
+    ]  # fmt: skip
+
+
+def test_launcher_mode_gives_the_command_straight_to_flux_start(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, mode="launcher", command="snakemake --cores 4")
+    assert pods.run(0).start == ["start", *broker_options(pods, 0), "snakemake", "--cores", "4"]
+
+
+@pytest.mark.parametrize("mode", ["batch", "interactive"])
+def test_batch_and_interactive_run_the_entrypoint_inside_the_instance(tmp_path: Path, mode: str) -> None:
+    pods = Pods(tmp_path, mode=mode)
+    assert pods.run(0).start == ["start", *broker_options(pods, 0), "bash", str(SCRIPT), "--in-instance"]
+
+
+def test_persistent_rank0_has_no_initial_program(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, command=None)
+    run = pods.run(0)
+    assert run.start == ["start", *broker_options(pods, 0), "-Sbroker.rc2_none=1"]
+    assert "persistent instance" in run.stderr
+
+
+def test_worker_runs_a_broker_with_no_program(tmp_path: Path) -> None:
+    pods = Pods(tmp_path)
+    assert pods.run(3).start == ["start", *broker_options(pods, 3)]
+
+
+def test_rank0_exits_with_the_commands_status(tmp_path: Path) -> None:
+    run = Pods(tmp_path).run(0, STANDIN_EXITS_START="42")
+    assert run.status == 42
+    assert "exiting with status 42" in run.stderr
+
+
+def test_flux_location_is_configurable(tmp_path: Path) -> None:
+    install = tmp_path / "opt" / "flux" / "bin"
+    install.mkdir(parents=True)
+    shutil.copy(STANDINS / "flux", install / "flux")
+    pods = Pods(tmp_path, fluxPath=str(install / "flux"))
+    run = pods.run(0)
+    assert run.status == 0
+    assert run.start[-6:] == [str(install / "flux"), "submit", "--watch", "-N4", "-n1", "hostname"]
+
+
+# -- broker options -------------------------------------------------------------------------------
+
+
+def test_quorum_is_size_when_max_size_is_larger(tmp_path: Path) -> None:
+    assert "-Sbroker.quorum=4" in Pods(tmp_path, maxSize=10).run(1).start
+
+
+def test_min_size_sets_the_quorum(tmp_path: Path) -> None:
+    assert "-Sbroker.quorum=2" in Pods(tmp_path, minSize=2).run(1).start
+
+
+def test_topology_and_connect_timeout_and_log_level_reach_the_broker(tmp_path: Path) -> None:
+    start = Pods(tmp_path, topology="kary:2", connectTimeout="2s", logLevel=7).run(1).start
+    assert {"-Stbon.topo=kary:2", "-Stbon.connect_timeout=2s", "-Slog-stderr-level=7"} <= set(start)
+
+
+def test_no_quorum_by_default_so_flux_waits_for_every_rank(tmp_path: Path) -> None:
+    assert not [option for option in Pods(tmp_path).run(1).start if option.startswith("-Sbroker.quorum")]
+
+
+# -- files the broker needs -----------------------------------------------------------------------
+
+
+def test_certificate_is_copied_private_and_byte_identical(tmp_path: Path) -> None:
+    pods = Pods(tmp_path)
+    (call,) = [c for c in pods.run(2).calls if c["argv"][0] == "start"]
+    assert call["cert_mode"] == 0o600
+    assert call["cert_bytes"] == pods.cert.text()
+
+
+def test_resource_set_is_encoded_for_the_whole_hostlist(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, size=2, maxSize=6)
+    run = pods.run(1)
+    assert run.subcommand("R") == [["R", "encode", "--hosts=dev-[0-5]", "--local"]]
+    assert (tmp_path / "state-1" / "R").read_text().startswith('{"version": 1')
+
+
+def test_state_directory_is_private_to_the_pod(tmp_path: Path) -> None:
+    Pods(tmp_path).run(1)
+    state = tmp_path / "state-1"
+    assert (state / "run").is_dir() and (state / "content").is_dir()
+    assert stat.S_IMODE((state / "curve.cert").stat().st_mode) == 0o600
+
+
+# -- workers --------------------------------------------------------------------------------------
+
+
+def test_worker_retries_with_bounded_backoff_and_exits_0_when_the_instance_shuts_down(tmp_path: Path) -> None:
+    run = Pods(tmp_path).run(1, STANDIN_EXITS_START="1 1 1 0")
+    assert run.status == 0
+    assert len(run.subcommand("start")) == 4
+    assert run.sleeps == ["sleep 1", "sleep 2", "sleep 4"]
+    assert "the instance shut down" in run.stderr
+
+
+def test_worker_gives_up_after_worker_retries_tries(tmp_path: Path) -> None:
+    run = Pods(tmp_path, workerRetries=6).run(1, STANDIN_EXITS_START="5")
+    assert run.status == 5
+    assert len(run.subcommand("start")) == 6
+    assert run.sleeps == ["sleep 1", "sleep 2", "sleep 4", "sleep 8", "sleep 10"]
+    assert "giving up after 6 tries" in run.stderr
+
+
+# -- inside the instance --------------------------------------------------------------------------
+
+
+def test_batch_submits_each_line_inside_one_flux_batch_and_waits(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, mode="batch", command="echo one\n\nhostname --fqdn\n", submitFlags=["-n", "2"])
+    (tmp_path / "state-0").mkdir()  # made by rank 0's set-up before flux start runs this
+    run = pods.run(0, "--in-instance", STANDIN_EXITS_JOB="3")
+    assert run.subcommand("batch") == [["batch", "-N4", str(tmp_path / "state-0" / "batch.sh")]]
+    assert run.subcommand("job") == [["job", "attach", "f2ZvLjeF"]]
+    assert (tmp_path / "state-0" / "batch.sh").read_text() == (
+        "#!/bin/bash\n"
+        "flux submit --flags=waitable -n 2 echo one\n"
+        "flux submit --flags=waitable -n 2 hostname --fqdn\n"
+        "flux job wait --all\n"
+    )
+    assert run.status == 3  # the batch job's status
+
+
+def test_interactive_submits_the_command_then_keeps_the_instance_up(tmp_path: Path) -> None:
+    (tmp_path / "state-0").mkdir()
+    run = Pods(tmp_path, mode="interactive").run(0, "--in-instance", STANDIN_EXITS_SUBMIT="1", STANDIN_SLEEP_LIMIT="3")
+    assert run.subcommand("submit") == [["submit", "--watch", "-N4", "-n1", "hostname"]]
+    assert "the command exited with status 1" in run.stderr
+    assert run.sleeps == ["sleep 3600"] * 3  # waited until terminated, as `flux shutdown` does
+
+
+# -- hooks and logging ----------------------------------------------------------------------------
+
+
+def hooks(tmp_path: Path, init_tail: str = "") -> dict[str, str]:
+    trace = tmp_path / "trace"
+    return {
+        "init": f"echo init >> {trace}\n{init_tail}",
+        "pre": f"echo pre >> {trace}",
+        "post": f'echo "post $MC_EXIT_STATUS" >> {trace}',
+    }
+
+
+def test_hooks_run_in_order_around_the_broker(tmp_path: Path) -> None:
+    run = Pods(tmp_path, hooks=hooks(tmp_path)).run(0, STANDIN_EXITS_START="7")
+    assert (tmp_path / "trace").read_text() == "init\npre\npost 7\n"
+    assert run.status == 7
+
+
+def test_init_runs_before_anything_else(tmp_path: Path) -> None:
+    run = Pods(tmp_path, hooks=hooks(tmp_path)).run(0, hostname="stranger-0")
+    assert (tmp_path / "trace").read_text() == "init\n"
+    assert run.status == 1
+
+
+def test_strict_mode_stops_on_the_first_error(tmp_path: Path) -> None:
+    failing = hooks(tmp_path, init_tail=f"false\necho after-false >> {tmp_path / 'trace'}\n")
+    run = Pods(tmp_path, hooks=failing, logging={"strict": True}).run(0)
+    assert run.status == 1
+    assert "the init hook failed with status 1" in run.stderr
+    assert (tmp_path / "trace").read_text() == "init\n"
+    assert run.calls == []
+
+
+def test_without_strict_mode_a_failing_hook_is_reported_and_the_pod_goes_on(tmp_path: Path) -> None:
+    run = Pods(tmp_path, hooks=hooks(tmp_path, init_tail="exit 3\n")).run(0)
+    assert run.status == 0
+    assert "the init hook failed with status 3 (continuing" in run.stderr
+    assert (tmp_path / "trace").read_text() == "init\npre\npost 0\n"
+
+
+def test_quiet_mode_prints_no_progress_lines(tmp_path: Path) -> None:
+    assert Pods(tmp_path, logging={"quiet": True}).run(1).stderr == ""
+
+
+def test_timed_mode_reports_how_long_the_broker_ran(tmp_path: Path) -> None:
+    assert "the broker ran for 0s" in Pods(tmp_path, logging={"timed": True}).run(1).stderr
+
+
+def test_debug_mode_traces_commands(tmp_path: Path) -> None:
+    assert "+ find_rank" in Pods(tmp_path, logging={"debug": True}).run(1).stderr
+
+
+def test_script_is_shellcheck_clean() -> None:
+    result = subprocess.run([shutil.which("shellcheck") or "shellcheck", str(SCRIPT)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout

@@ -1,0 +1,67 @@
+"""scripts/render.py prints what `pulumi up` creates, built by the same code (issue 2)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components import certificate
+from tests.harness import ROOT, deploy
+from tests.plain import plain
+
+RENDER = [sys.executable, str(ROOT / "scripts" / "render.py")]
+
+
+def rendered(*args: str) -> list[dict[str, Any]]:
+    result = subprocess.run([*RENDER, *args], capture_output=True, text=True, check=True)
+    return list(yaml.safe_load_all(result.stdout))
+
+
+def dev_stack_config() -> dict[str, Any]:
+    config = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    return {key: value for key, value in config.items()}
+
+
+def test_render_of_the_dev_stack_is_the_objects_the_program_declares() -> None:
+    objects = rendered("--stack", "dev")
+    deployment = deploy(dev_stack_config(), stack="dev")
+    declared = [plain(r.inputs) for r in deployment.resources if r.typ.startswith("kubernetes:")]
+    by_kind_and_name = {(o["kind"], o["metadata"]["name"]): o for o in declared}
+    assert sorted(by_kind_and_name) == sorted((o["kind"], o["metadata"]["name"]) for o in objects)
+    for obj in objects:
+        expected = by_kind_and_name[(obj["kind"], obj["metadata"]["name"])]
+        if obj["kind"] == "Secret":  # render makes its own keypair: compare everything but the key
+            assert certificate.parse(obj["stringData"]["curve.cert"]).name == "dev-0"
+            obj, expected = {**obj, "stringData": None}, {**expected, "stringData": None}
+        assert obj == expected
+
+
+def test_render_reads_any_stack_file_and_names_the_cluster_after_it(tmp_path: Path) -> None:
+    stack_file = tmp_path / "Pulumi.lammps.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": {"minicluster:image": "ghcr.io/x/lammps:1", "minicluster:size": 2}}))
+    job = [o for o in rendered("--config", str(stack_file)) if o["kind"] == "Job"][0]
+    assert job["metadata"]["name"] == "lammps"
+    assert job["spec"]["completions"] == 2
+
+
+def test_render_uses_a_provided_certificate(tmp_path: Path) -> None:
+    provided = certificate.generate("mine-0")
+    stack_file = tmp_path / "Pulumi.mine.yaml"
+    stack_file.write_text(
+        yaml.safe_dump({"config": {"minicluster:image": "flux:1", "minicluster:curveCertificate": provided.text()}})
+    )
+    secret = [o for o in rendered("--config", str(stack_file)) if o["kind"] == "Secret"][0]
+    assert certificate.parse(secret["stringData"]["curve.cert"]) == provided
+
+
+def test_render_reports_a_bad_config_by_key_and_prints_nothing(tmp_path: Path) -> None:
+    stack_file = tmp_path / "Pulumi.bad.yaml"
+    stack_file.write_text(yaml.safe_dump({"config": {"minicluster:image": "flux:1", "minicluster:size": 0}}))
+    result = subprocess.run([*RENDER, "--config", str(stack_file)], capture_output=True, text=True)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert "minicluster:size: Input should be greater than or equal to 1" in result.stderr
