@@ -61,8 +61,7 @@ def extract_from_log(log: str) -> CurveCertificate:
     start, end = log.find(BEGIN_MARKER), log.find(END_MARKER)
     if start < 0 or end < start:
         raise CertificateError(
-            f"the keygen log has no certificate between {BEGIN_MARKER} and {END_MARKER}; "
-            "did `flux keygen` run?"
+            f"the keygen log has no certificate between {BEGIN_MARKER} and {END_MARKER}; did `flux keygen` run?"
         )
     return parse(log[start + len(BEGIN_MARKER) : end])
 
@@ -116,9 +115,7 @@ def _key(curve: dict[str, str], which: str) -> str:
     if value is None:
         raise CertificateError(f"the curve section has no {which}")
     if len(value) != Z85_KEY_LENGTH:
-        raise CertificateError(
-            f"{which} must be {Z85_KEY_LENGTH} Z85 characters (it has {len(value)})"
-        )
+        raise CertificateError(f"{which} must be {Z85_KEY_LENGTH} Z85 characters (it has {len(value)})")
     if not _Z85.match(value):
         raise CertificateError(f"{which} has characters outside the Z85 alphabet")
     return value

@@ -36,7 +36,8 @@ class _StableCertificateProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         # `__provider` is deliberately not compared: editing provider code must not rotate the key.
-        changed = [key for key in news if not key.startswith("__") and key not in OUTPUTS and olds.get(key) != news[key]]
+        compared = [key for key in news if not key.startswith("__") and key not in OUTPUTS]
+        changed = [key for key in compared if olds.get(key) != news[key]]
         replaces = [key for key in changed if key in REPLACE_ON]
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=bool(replaces))
 
@@ -66,10 +67,10 @@ def _core_api(context: str | None) -> Any:
     from kubernetes import client, config
 
     try:
-        config.load_kube_config(context=context)
+        config.load_kube_config(context=context)  # type: ignore[no-untyped-call]
     except config.ConfigException:
         try:
-            config.load_incluster_config()
+            config.load_incluster_config()  # type: ignore[no-untyped-call]
         except config.ConfigException as error:
             raise RuntimeError(f"no usable kubeconfig or in-cluster account: {error}") from None
     return client.CoreV1Api()

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import manifests
+from components.certificate import parse
 from components.keygen import CurveCertificate, LocalCurveCertificate
 from components.spec import MiniClusterSpec
 
@@ -91,21 +92,19 @@ class MiniCluster(pulumi.ComponentResource):
         return kind(resource_name, **fields, opts=opts)
 
 
-class _Certificate:
+class _Certificate(Protocol):
     certificate: pulumi.Output[str]
     publicKey: pulumi.Output[str]
 
 
-class _ProvidedCertificate(_Certificate):
+class _ProvidedCertificate:
     """The user's own certificate (already validated by the spec): no resource at all."""
 
     def __init__(self, spec: MiniClusterSpec) -> None:
-        from components.certificate import parse
-
         assert spec.curve_certificate is not None
-        text = spec.curve_certificate.get_secret_value()
-        self.certificate = pulumi.Output.secret(parse(text).text())
-        self.publicKey = pulumi.Output.from_input(parse(text).public_key)
+        provided = parse(spec.curve_certificate.get_secret_value())
+        self.certificate: pulumi.Output[str] = pulumi.Output.secret(provided.text())
+        self.publicKey: pulumi.Output[str] = pulumi.Output.from_input(provided.public_key)
 
 
 def _snake(key: str) -> str:

@@ -12,7 +12,6 @@ import difflib
 import json
 import re
 import shlex
-import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -64,8 +63,9 @@ class ConfigError(ValueError):
 
 
 class _Model(BaseModel):
+    # Field docstrings become descriptions: the README's configuration reference is generated from them.
     model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, use_attribute_docstrings=True
     )
 
 
@@ -386,7 +386,7 @@ def _decode(field_name: str, value: Any) -> Any:
 
 def _is_text_field(field_name: str) -> bool:
     annotation = MiniClusterSpec.model_fields[field_name].annotation
-    return annotation in (str, typing.Optional[str], SecretStr, typing.Optional[SecretStr])
+    return annotation in (str, str | None, SecretStr, SecretStr | None)
 
 
 def _describe(error: ValidationError) -> list[str]:

@@ -71,8 +71,8 @@ class MiniClusterMocks(pulumi.runtime.Mocks):
             state.update(certificate=KEYGEN_CERTIFICATE.text(), publicKey=KEYGEN_CERTIFICATE.public_key)
         return f"{args.name}-id", state
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        return {}
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
 
 
 class RecordingMonitor(mocks.MockMonitor):
@@ -82,8 +82,8 @@ class RecordingMonitor(mocks.MockMonitor):
         super().__init__(mocks_)
         self.deployment = mocks_.deployment
 
-    def RegisterResource(self, request: Any) -> Any:  # noqa: N802 (the gRPC method's name)
-        response = super().RegisterResource(request)
+    def RegisterResource(self, request: Any) -> Any:
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         self.deployment.registrations[request.name] = (request.parent or None, response.urn)
         return response
 
@@ -97,7 +97,7 @@ def deploy(config: dict[str, Any], stack: str = "dev", preview: bool = False) ->
     pulumi.runtime.set_mocks(fake, project=PROJECT, stack=stack, preview=preview, monitor=RecordingMonitor(fake))
     pulumi.runtime.set_all_config({_key(k): _value(v) for k, v in config.items()})
 
-    @pulumi.runtime.test
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> pulumi.Output[Any]:
         runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
         root = settings.get_root_resource()

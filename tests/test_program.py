@@ -44,7 +44,9 @@ def config_map(deployment: Deployment, name: str) -> dict[str, str]:
     return plain(found[0].inputs["data"])  # type: ignore[no-any-return]
 
 
-def test_declares_one_component_with_keygen_secret_two_config_maps_service_and_job(sized: tuple[int, Deployment]) -> None:
+def test_declares_one_component_with_keygen_secret_two_config_maps_service_and_job(
+    sized: tuple[int, Deployment],
+) -> None:
     _, deployment = sized
     assert deployment.kinds == sorted([COMPONENT, KEYGEN, SECRET, CONFIG_MAP, CONFIG_MAP, SERVICE, JOB])
 
@@ -91,7 +93,9 @@ def test_broker_container_runs_the_entrypoint_from_its_config_map(sized: tuple[i
 
 def test_broker_mounts_config_script_certificate_and_state(sized: tuple[int, Deployment]) -> None:
     _, deployment = sized
-    mounts = {m["name"]: (m["mountPath"], m.get("readOnly", False)) for m in broker_container(deployment)["volumeMounts"]}
+    mounts = {
+        m["name"]: (m["mountPath"], m.get("readOnly", False)) for m in broker_container(deployment)["volumeMounts"]
+    }
     volumes = {v["name"]: v for v in pod_spec(deployment)["volumes"]}
     assert mounts == {
         "broker-config": ("/etc/minicluster/broker", True),

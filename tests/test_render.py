@@ -42,8 +42,10 @@ def test_render_of_the_dev_stack_is_the_objects_the_program_declares() -> None:
 
 def test_render_reads_any_stack_file_and_names_the_cluster_after_it(tmp_path: Path) -> None:
     stack_file = tmp_path / "Pulumi.lammps.yaml"
-    stack_file.write_text(yaml.safe_dump({"config": {"minicluster:image": "ghcr.io/x/lammps:1", "minicluster:size": 2}}))
-    job = [o for o in rendered("--config", str(stack_file)) if o["kind"] == "Job"][0]
+    stack_file.write_text(
+        yaml.safe_dump({"config": {"minicluster:image": "ghcr.io/x/lammps:1", "minicluster:size": 2}})
+    )
+    job = next(o for o in rendered("--config", str(stack_file)) if o["kind"] == "Job")
     assert job["metadata"]["name"] == "lammps"
     assert job["spec"]["completions"] == 2
 
@@ -54,7 +56,7 @@ def test_render_uses_a_provided_certificate(tmp_path: Path) -> None:
     stack_file.write_text(
         yaml.safe_dump({"config": {"minicluster:image": "flux:1", "minicluster:curveCertificate": provided.text()}})
     )
-    secret = [o for o in rendered("--config", str(stack_file)) if o["kind"] == "Secret"][0]
+    secret = next(o for o in rendered("--config", str(stack_file)) if o["kind"] == "Secret")
     assert certificate.parse(secret["stringData"]["curve.cert"]) == provided
 
 
