@@ -26,6 +26,8 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from components.certificate import CertificateError, parse
+
 NAMESPACE = "minicluster"
 """The Pulumi config namespace (the project name in Pulumi.yaml)."""
 
@@ -193,6 +195,16 @@ class MiniClusterSpec(_Model):
             raise ValueError("must not be empty (leave it unset for a persistent cluster)")
         return value
 
+    @field_validator("curve_certificate")
+    @classmethod
+    def _usable_certificate(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None:
+            try:
+                parse(value.get_secret_value())
+            except CertificateError as error:  # its messages never contain key material
+                raise ValueError(str(error)) from None
+        return value
+
     @field_validator("submit_flags")
     @classmethod
     def _one_line_each(cls, value: list[str]) -> list[str]:
@@ -356,14 +368,15 @@ def load_spec(raw: Mapping[str, Any], stack: str) -> MiniClusterSpec:
     values = {key[len(prefix) :]: value for key, value in raw.items() if key.startswith(prefix)}
     known = config_keys()
     problems = [_unknown_key(key, list(known)) for key in values if key not in known]
-    if problems:
-        raise ConfigError(problems)
-    decoded = {key: _decode(known[key], value) for key, value in values.items()}
+    decoded = {key: _decode(known[key], value) for key, value in values.items() if key in known}
     decoded.setdefault("name", stack)
     try:
-        return MiniClusterSpec.model_validate(decoded)
+        spec = MiniClusterSpec.model_validate(decoded)
     except ValidationError as error:
-        raise ConfigError(_describe(error)) from None
+        problems.extend(_describe(error))
+    if problems:
+        raise ConfigError(problems)
+    return spec
 
 
 def _unknown_key(key: str, known: list[str]) -> str:

@@ -60,6 +60,10 @@ class Deployment:
         return sorted(r.typ for r in self.resources)
 
 
+_LAST = [Deployment()]
+"""The most recent deployment, also when the program raised before returning it."""
+
+
 class MiniClusterMocks(pulumi.runtime.Mocks):
     def __init__(self, deployment: Deployment) -> None:
         self.deployment = deployment
@@ -91,6 +95,7 @@ class RecordingMonitor(mocks.MockMonitor):
 def deploy(config: dict[str, Any], stack: str = "dev", preview: bool = False) -> Deployment:
     """Run __main__.py with `config` (keys without the `minicluster:` prefix get it added)."""
     deployment = Deployment()
+    _LAST[0] = deployment
     asyncio.set_event_loop(asyncio.new_event_loop())
     settings.ROOT.set(None)
     fake = MiniClusterMocks(deployment)
@@ -108,6 +113,15 @@ def deploy(config: dict[str, Any], stack: str = "dev", preview: bool = False) ->
 
     program()
     return deployment
+
+
+def deploy_rejected(config: dict[str, Any], stack: str = "dev") -> tuple[str, Deployment]:
+    """Run a config the program must refuse: returns the error text and what was registered anyway."""
+    try:
+        deployment = deploy(config, stack)
+    except pulumi.RunError as error:
+        return str(error), _LAST[0]
+    raise AssertionError(f"the config was accepted: {deployment.kinds}")
 
 
 def _with_secrecy(output: Any) -> pulumi.Output[tuple[Any, bool]]:

@@ -1,0 +1,105 @@
+"""Bad input is refused before anything is created, with a message naming the key (issue 5).
+
+Each case runs the real program on mocks with the base config plus one change, and checks the exact
+problem line and that not a single resource was registered.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import config
+from tests.harness import deploy_rejected
+
+LONG = "a" * 58
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    # (id, overrides, expected problem line or its start)
+    ("image-missing", {"image": None}, "minicluster:image: Field required"),
+    ("image-spaces", {"image": "my image"}, "minicluster:image: must be an image reference like registry/path:tag (got 'my image')"),
+    ("image-upper", {"image": "Flux/Core:1"}, "minicluster:image: must be an image reference"),
+    ("image-empty", {"image": ""}, "minicluster:image: must be an image reference"),
+    ("size-zero", {"size": 0}, "minicluster:size: Input should be greater than or equal to 1 (got '0')"),
+    ("size-negative", {"size": -3}, "minicluster:size: Input should be greater than or equal to 1"),
+    ("size-word", {"size": "four"}, "minicluster:size: Input should be a valid integer"),
+    ("size-over-job-limit", {"size": 100_001}, "minicluster:size: Input should be less than or equal to 100000"),
+    ("max-size-below-size", {"maxSize": 2}, "minicluster:maxSize (2) must be >= minicluster:size (4)"),
+    ("max-size-zero", {"maxSize": 0}, "minicluster:maxSize: Input should be greater than or equal to 1"),
+    ("min-size-above-size", {"minSize": 5}, "minicluster:minSize (5) must be <= minicluster:size (4)"),
+    ("min-size-zero", {"minSize": 0}, "minicluster:minSize: Input should be greater than or equal to 1"),
+    ("tasks-zero", {"tasks": 0}, "minicluster:tasks: Input should be greater than or equal to 1"),
+    ("name-upper", {"name": "Flux"}, "minicluster:name: must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter"),
+    ("name-digit-first", {"name": "1flux"}, "minicluster:name: must be a DNS-1035 label"),
+    ("name-underscore", {"name": "flux_cluster"}, "minicluster:name: must be a DNS-1035 label"),
+    ("name-trailing-dash", {"name": "flux-"}, "minicluster:name: must be a DNS-1035 label"),
+    ("name-64", {"name": "a" * 64}, "minicluster:name: must be a DNS-1035 label of at most 63 characters (it has 64)"),
+    ("hostname-too-long", {"name": "a" * 60, "size": 1000}, f"minicluster:name: the last pod hostname '{'a' * 60}-999' is 64 characters"),
+    ("hostname-via-max-size", {"name": "a" * 61, "size": 4, "maxSize": 100}, "minicluster:name: the last pod hostname"),
+    ("service-upper", {"serviceName": "Flux-Net"}, "minicluster:serviceName: must be a DNS-1035 label"),
+    ("namespace-upper", {"namespace": "Default"}, "minicluster:namespace: must be a DNS-1123 label"),
+    ("namespace-64", {"namespace": "n" * 64}, "minicluster:namespace: must be a DNS-1123 label of at most 63 characters"),
+    ("pod-fqdn-over-253", {"name": LONG, "serviceName": "s" * 63, "namespace": "n" * 63, "clusterDomain": "c" * 63 + ".local"},
+     "minicluster:name: the pod DNS name"),
+    ("port-zero", {"port": 0}, "minicluster:port: Input should be greater than or equal to 1"),
+    ("port-too-big", {"port": 70000}, "minicluster:port: Input should be less than or equal to 65535"),
+    ("port-name", {"port": "http"}, "minicluster:port: Input should be a valid integer"),
+    ("mode-unknown", {"mode": "parallel"}, "minicluster:mode: Input should be 'submit', 'launcher', 'batch' or 'interactive'"),
+    ("launcher-without-command", {"mode": "launcher", "command": None}, "minicluster:mode 'launcher' needs minicluster:command"),
+    ("batch-without-command", {"mode": "batch", "command": None}, "minicluster:mode 'batch' needs minicluster:command"),
+    ("command-blank", {"command": "  "}, "minicluster:command: must not be empty (leave it unset for a persistent cluster)"),
+    ("command-unbalanced", {"command": "echo 'hi"}, "minicluster:command: cannot be split into words like a shell line"),
+    ("log-level-8", {"logLevel": 8}, "minicluster:logLevel: Input should be less than or equal to 7"),
+    ("connect-timeout-words", {"connectTimeout": "5 seconds"}, "minicluster:connectTimeout: must be a Flux duration like 5s"),
+    ("topology-unknown", {"topology": "tree"}, "minicluster:topology: must be kary:K, binomial or mincrit[:K]"),
+    ("interface-space", {"networkInterface": "eth 0"}, "minicluster:networkInterface: must be an interface name"),
+    ("domain-upper", {"clusterDomain": "Cluster.Local"}, "minicluster:clusterDomain: must be a DNS name like cluster.local"),
+    ("success-policy-unknown", {"successPolicy": "any"}, "minicluster:successPolicy: Input should be 'all' or 'rank0'"),
+    ("keygen-unknown", {"keygen": "remote"}, "minicluster:keygen: Input should be 'pod' or 'local'"),
+    ("keygen-image-bad", {"keygenImage": "Not An Image"}, "minicluster:keygenImage: must be an image reference"),
+    ("keygen-timeout-zero", {"keygenTimeout": 0}, "minicluster:keygenTimeout: Input should be greater than or equal to 1"),
+    ("job-timeout-zero", {"jobTimeout": 0}, "minicluster:jobTimeout: Input should be greater than or equal to 1"),
+    ("backoff-negative", {"backoffLimit": -1}, "minicluster:backoffLimit: Input should be greater than or equal to 0"),
+    ("worker-retries-zero", {"workerRetries": 0}, "minicluster:workerRetries: Input should be greater than or equal to 1"),
+    ("rotation-negative", {"certificateRotation": -1}, "minicluster:certificateRotation: Input should be greater than or equal to 0"),
+    ("submit-flags-not-list", {"submitFlags": "--exclusive"}, "minicluster:submitFlags: Input should be a valid list"),
+    ("submit-flags-empty-item", {"submitFlags": ["", "-x"]}, "minicluster:submitFlags: each item must be a non-empty, single-line argument"),
+    ("flux-path-space", {"fluxPath": "my flux"}, "minicluster:fluxPath: must be a command name or absolute path"),
+    ("hooks-typo", {"hooks": {"pree": "echo"}}, "minicluster:hooks.pree: unknown config key; did you mean minicluster:hooks.pre?"),
+    ("logging-not-bool", {"logging": {"strict": "maybe"}}, "minicluster:logging.strict: Input should be a valid boolean"),
+    ("key-typo", {"sise": 4}, "minicluster:sise: unknown config key; did you mean minicluster:size?"),
+    ("key-unknown", {"flavour": "x"}, "minicluster:flavour: unknown config key"),
+    ("certificate-garbage", {"curveCertificate": "garbage"}, "minicluster:curveCertificate: the certificate has no `metadata` section"),
+    ("certificate-empty", {"curveCertificate": ""}, "minicluster:curveCertificate: the certificate is empty"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("overrides", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_config_is_refused_by_key_and_nothing_is_created(overrides: dict[str, Any], expected: str) -> None:
+    message, deployment = deploy_rejected(config(**overrides))
+    problems = [line.removeprefix("  - ") for line in message.splitlines()[1:]]
+    assert message.startswith("invalid MiniCluster stack config:")
+    assert any(problem.startswith(expected) for problem in problems), problems
+    assert deployment.resources == []
+
+
+def test_there_are_at_least_forty_cases() -> None:
+    assert len(CASES) >= 40
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    message, _ = deploy_rejected(config(size=0, port=0, image="bad image", colour="blue"))
+    assert [line.split(":")[1] for line in message.splitlines()[1:]] == ["colour", "image", "size", "port"]
+
+
+def test_a_certificate_and_local_keygen_together_are_contradictory() -> None:
+    from components import certificate
+
+    message, _ = deploy_rejected(config(keygen="local", curveCertificate=certificate.generate("dev-0").text()))
+    assert "minicluster:curveCertificate is set, so minicluster:keygen 'local' has nothing to do; unset one" in message
+
+
+def test_keys_of_other_namespaces_belong_to_their_providers() -> None:
+    from tests.harness import deploy
+
+    assert deploy({**config(), "kubernetes:context": "kind-flux", "aws:region": "us-east-1"}).outputs["size"] == 4
