@@ -176,7 +176,8 @@ def test_missing_namespace() -> None:
 
 
 def test_unreachable_cluster() -> None:
-    unreachable = urllib3.exceptions.MaxRetryError(None, "/api/v1/namespaces/default/pods", "Connection refused")
+    pool = urllib3.HTTPSConnectionPool("127.0.0.1", 6443)
+    unreachable = urllib3.exceptions.MaxRetryError(pool, "/api/v1/pods", ConnectionRefusedError(111, "refused"))
     assert "cannot reach the Kubernetes cluster" in failure(FakeCoreV1(create_error=unreachable))
 
 
