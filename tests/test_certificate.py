@@ -81,7 +81,7 @@ def test_generated_keys_form_a_pair_that_zmq_accepts() -> None:
             flux_keygen_layout(PAIR).replace(PAIR.public_key, certificate.generate("x").public_key),
             "public-key is not the public half of secret-key",
         ),
-        (flux_keygen_layout(PAIR).replace('    secret-key = "', "    "), "unexpected line"),
+        (flux_keygen_layout(PAIR).replace('    secret-key = "', '    secret-key: "'), "unexpected line"),
     ],
     ids=["empty", "pem", "no-name", "no-curve", "no-metadata", "short-key", "not-z85", "mismatched", "garbled"],
 )
