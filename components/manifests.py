@@ -40,6 +40,9 @@ echo "$MC_END_MARKER"
 """
 
 WAIT_FOR = "pulumi.com/waitFor"
+# A pod lost to a node drain or preemption is retried without counting against backoffLimit.
+# (Kubernetes 1.29's schema requires `status`; later versions default it to "True".)
+DISRUPTED_PODS_ARE_RETRIED = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
 AWAIT_TIMEOUT = "pulumi.com/timeoutSeconds"
 
 
@@ -202,8 +205,7 @@ def job(
         "completions": spec.size,
         "parallelism": spec.size,
         "backoffLimit": spec.backoff_limit,
-        # A pod lost to node drain or preemption is retried without counting against backoffLimit.
-        "podFailurePolicy": {"rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]},
+        "podFailurePolicy": {"rules": [DISRUPTED_PODS_ARE_RETRIED]},
         "template": {
             "metadata": {"labels": labels(spec, "broker")},
             "spec": _broker_pod_spec(spec, service_name, curve_secret_name, broker_config_name, entrypoint_name),

@@ -1,0 +1,73 @@
+"""Properties over generated valid configs (issue 5): building never fails, every name fits its
+limit, every manifest passes the newest schema, and the hostlist always names exactly the ranks."""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import hostlist
+import kubernetes_validate
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from components import manifests
+from components.spec import load_spec
+
+LABEL_CHARS = string.ascii_lowercase + string.digits + "-"
+IMAGES = ["flux:1", "ghcr.io/flux-framework/flux-restful-api:latest", f"registry:5000/a/b@sha256:{'a' * 64}"]
+
+
+def dns_1035_label(max_size: int) -> st.SearchStrategy[str]:
+    middle = st.text(LABEL_CHARS, max_size=max(0, max_size - 2))
+    end = st.sampled_from(string.ascii_lowercase + string.digits)
+    return st.builds(lambda first, mid, last: first + mid + last, st.sampled_from(string.ascii_lowercase), middle, end)
+
+
+@st.composite
+def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
+    size = draw(st.integers(1, 5000))
+    max_size = draw(st.one_of(st.none(), st.integers(size, 100_000)))
+    largest = max_size or size
+    # Leave room for "-<largest rank>" in a 63-character hostname.
+    name = draw(dns_1035_label(63 - 1 - len(str(largest - 1))))
+    mode = draw(st.sampled_from(["submit", "launcher", "batch", "interactive"]))
+    command = draw(st.one_of(st.none(), st.sampled_from(["hostname", "lmp -in in.lj", "echo a\necho b"])))
+    if mode in ("launcher", "batch") and command is None:
+        command = "hostname"
+    raw: dict[str, Any] = {
+        "image": draw(st.sampled_from(IMAGES)),
+        "name": name,
+        "namespace": draw(st.sampled_from(["default", "hpc", "team-7"])),
+        "size": size,
+        "maxSize": max_size,
+        "minSize": draw(st.one_of(st.none(), st.integers(1, size))),
+        "tasks": draw(st.integers(1, 10_000)),
+        "mode": mode,
+        "command": command,
+        "port": draw(st.integers(1, 65535)),
+        "successPolicy": "all",
+        "topology": draw(st.one_of(st.none(), st.sampled_from(["binomial", "kary:2", "mincrit:8"]))),
+    }
+    return {f"minicluster:{key}": value for key, value in raw.items() if value is not None}
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(valid_configs())
+def test_valid_configs_build_conforming_objects_with_names_in_limits(raw: dict[str, Any]) -> None:
+    spec = load_spec(raw, "dev")
+    objects = manifests.all_objects(spec, "certificate text")
+    for obj in objects:
+        kubernetes_validate.validate(obj, kubernetes_validate.latest_version(), strict=True)
+        assert len(obj["metadata"]["name"]) <= 63
+    assert len(spec.host(spec.largest_size - 1)) <= 63
+    assert len(f"{spec.host(spec.largest_size - 1)}.{spec.service}.{spec.namespace}.svc.{spec.cluster_domain}") <= 253
+
+
+@settings(max_examples=40, deadline=None)
+@given(valid_configs())
+def test_hostlist_names_exactly_the_ranks(raw: dict[str, Any]) -> None:
+    spec = load_spec(raw, "dev")
+    hosts = hostlist.expand_hostlist(spec.hostlist)
+    assert len(hosts) == spec.largest_size
+    assert hosts[0] == spec.rank0_host and hosts[-1] == spec.host(spec.largest_size - 1)

@@ -1,0 +1,73 @@
+"""Every manifest conforms to the Kubernetes OpenAPI schemas, 1.29 to the newest (issue 5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import kubernetes_validate
+import pytest
+
+from components import certificate, manifests
+from components.spec import MiniClusterSpec, load_spec
+from tests.conftest import config
+
+SCHEMAS = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
+VERSIONS = sorted(
+    (p.name.removeprefix("v").removesuffix("-local") for p in SCHEMAS.glob("v*-local")),
+    key=lambda v: tuple(int(part) for part in v.split(".")),
+)
+SUPPORTED = [v for v in VERSIONS if tuple(int(p) for p in v.split(".")[:2]) >= (1, 29)]
+EXAMPLES: dict[str, dict[str, Any]] = {
+    "hello": config(),
+    "persistent": config(command=None, size=1),
+    "launcher": config(mode="launcher", command="snakemake --cores 4", tasks=4),
+    "batch": config(mode="batch", command="echo a\necho b", submitFlags=["--exclusive"]),
+    "interactive-elastic": config(mode="interactive", size=2, maxSize=16, minSize=1, topology="kary:4"),
+    "everything-else": config(
+        name="lammps", namespace="hpc", serviceName="lammps-net", size=64, tasks=256, fluxPath="/opt/flux/bin/flux",
+        networkInterface="*", clusterDomain="corp.example", port=9050, logLevel=7, connectTimeout="2s",
+        workerRetries=20, backoffLimit=2, jobTimeout=7200, keygen="local", keygenImage="fluxrm/flux-core:noble",
+        keygenTimeout=120, certificateRotation=2, hooks={"init": "id", "pre": "env", "post": "echo done"},
+        logging={"quiet": True, "strict": True, "debug": True, "timed": True},
+    ),
+}  # fmt: skip
+
+
+def spec_of(raw: dict[str, Any]) -> MiniClusterSpec:
+    return load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev")
+
+
+def objects(spec: MiniClusterSpec) -> list[dict[str, Any]]:
+    cert = certificate.generate(spec.rank0_host).text()
+    return [*manifests.all_objects(spec, cert), manifests.keygen_pod(spec, "BEGIN", "END")]
+
+
+def assert_conforms(obj: dict[str, Any], version: str) -> None:
+    kubernetes_validate.validate(obj, version, strict=True)
+
+
+def test_the_supported_range_reaches_the_newest_schema_available() -> None:
+    assert SUPPORTED[0] == "1.29.0"
+    assert SUPPORTED[-1] == kubernetes_validate.latest_version()
+
+
+@pytest.mark.parametrize("version", SUPPORTED)
+@pytest.mark.parametrize("example", list(EXAMPLES))
+def test_every_object_of_every_example_conforms(example: str, version: str) -> None:
+    for obj in objects(spec_of(EXAMPLES[example])):
+        assert_conforms(obj, version)
+
+
+@pytest.mark.parametrize("version", [v for v in SUPPORTED if v >= "1.31"])
+def test_rank0_success_policy_conforms_from_1_31(version: str) -> None:
+    job = manifests.all_objects(spec_of(config(successPolicy="rank0")), "cert")[-1]
+    assert job["spec"]["successPolicy"] == {"rules": [{"succeededIndexes": "0"}]}
+    assert_conforms(job, version)
+
+
+def test_rank0_success_policy_is_unknown_to_1_29_which_is_why_it_is_not_the_default() -> None:
+    """(1.30 knows the field as alpha, off by default; 1.31 turns it on.)"""
+    job = manifests.all_objects(spec_of(config(successPolicy="rank0")), "cert")[-1]
+    with pytest.raises(kubernetes_validate.ValidationError, match="successPolicy"):
+        assert_conforms(job, "1.29.0")
