@@ -40,10 +40,12 @@ class MiniCluster(pulumi.ComponentResource):
         super().__init__("minicluster:index:MiniCluster", name, None, opts)
         spec = args.spec
         cert = self._curve_certificate(name, args)
-        curve_secret = self._child(k8s.core.v1.Secret, f"{name}-curve", manifests.curve_secret(spec, cert.certificate))
-        broker_config = self._child(k8s.core.v1.ConfigMap, f"{name}-broker-config", manifests.broker_config_map(spec))
-        entrypoint = self._child(k8s.core.v1.ConfigMap, f"{name}-entrypoint", manifests.entrypoint_config_map(spec))
-        service = self._child(k8s.core.v1.Service, f"{name}-service", manifests.headless_service(spec))
+        curve_secret = self._content(
+            k8s.core.v1.Secret, f"{name}-curve", manifests.curve_secret(spec, cert.certificate)
+        )
+        broker_config = self._content(k8s.core.v1.ConfigMap, f"{name}-broker-config", manifests.broker_config_map(spec))
+        entrypoint = self._content(k8s.core.v1.ConfigMap, f"{name}-entrypoint", manifests.entrypoint_config_map(spec))
+        service = self._named(k8s.core.v1.Service, f"{name}-service", manifests.headless_service(spec))
         job_manifest = manifests.job(
             spec,
             service_name=service.metadata.name,
@@ -51,7 +53,7 @@ class MiniCluster(pulumi.ComponentResource):
             broker_config_name=broker_config.metadata.name,
             entrypoint_name=entrypoint.metadata.name,
         )
-        job = self._child(k8s.batch.v1.Job, f"{name}-job", job_manifest, replace_on_changes=JOB_IMMUTABLE_FIELDS)
+        job = self._named(k8s.batch.v1.Job, f"{name}-job", job_manifest, replace_on_changes=JOB_IMMUTABLE_FIELDS)
 
         self.cluster_name = pulumi.Output.from_input(spec.name)
         self.namespace = job.metadata.namespace
@@ -85,11 +87,24 @@ class MiniCluster(pulumi.ComponentResource):
             return LocalCurveCertificate(f"{name}-curve-certificate", spec, opts)
         return CurveCertificate(f"{name}-curve-certificate", spec, args.kube_context, opts)
 
-    def _child(self, kind: Any, resource_name: str, manifest: manifests.Manifest, **options: Any) -> Any:
-        # Explicit metadata.name: a replacement must delete first, or the create hits AlreadyExists.
+    def _named(self, kind: Any, resource_name: str, manifest: manifests.Manifest, **options: Any) -> Any:
+        """The Job and the Service keep their names: hostnames and DNS records derive from them. A
+        replacement must then delete first, or the create hits AlreadyExists."""
         opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True, **options)
-        fields = {_snake(key): value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
-        return kind(resource_name, **fields, opts=opts)
+        return kind(resource_name, **_fields(manifest), opts=opts)
+
+    def _content(self, kind: Any, resource_name: str, manifest: manifests.Manifest) -> Any:
+        """Secrets and ConfigMaps are auto-named (<resource name>-<suffix>): a content change replaces
+        the object under a new name, the new name flows into the Job's pod template, and so the Job is
+        replaced too, instead of running brokers with a stale config or keypair."""
+        metadata = {key: value for key, value in manifest["metadata"].items() if key != "name"}
+        return kind(
+            resource_name, **_fields({**manifest, "metadata": metadata}), opts=pulumi.ResourceOptions(parent=self)
+        )
+
+
+def _fields(manifest: manifests.Manifest) -> dict[str, Any]:
+    return {_snake(key): value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
 
 
 class _Certificate(Protocol):

@@ -20,6 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "minicluster"  # must match Pulumi.yaml, or config keys silently miss
 KEYGEN_CERTIFICATE = certificate.generate("mocked-0")
 """What the mocked keygen resources return: a real, valid certificate."""
+AUTONAME_SUFFIX = "-a1b2c3d4"
+"""The suffix the mocks use where pulumi-kubernetes would add a random one."""
 CERTIFICATE_TYPES = (
     "pulumi-python:dynamic/minicluster:CurveCertificate",
     "pulumi-python:dynamic/minicluster:LocalCurveCertificate",
@@ -71,6 +73,9 @@ class MiniClusterMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         self.deployment.resources.append(Registered(args.typ, args.name, dict(args.inputs)))
         state = dict(args.inputs)
+        if args.typ.startswith("kubernetes:") and "name" not in state.get("metadata", {}):
+            # The provider auto-names an object without metadata.name: <resource name>-<random suffix>.
+            state["metadata"] = {**state.get("metadata", {}), "name": f"{args.name}{AUTONAME_SUFFIX}"}
         if args.typ in CERTIFICATE_TYPES:
             state.update(certificate=KEYGEN_CERTIFICATE.text(), publicKey=KEYGEN_CERTIFICATE.public_key)
         return f"{args.name}-id", state

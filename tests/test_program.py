@@ -9,7 +9,7 @@ import hostlist
 import pytest
 
 from tests.conftest import IMAGE, config
-from tests.harness import KEYGEN_CERTIFICATE, Deployment, deploy
+from tests.harness import AUTONAME_SUFFIX, KEYGEN_CERTIFICATE, Deployment, deploy
 from tests.plain import is_secret, plain
 
 JOB = "kubernetes:batch/v1:Job"
@@ -39,7 +39,7 @@ def broker_container(deployment: Deployment) -> dict[str, Any]:
 
 
 def config_map(deployment: Deployment, name: str) -> dict[str, str]:
-    found = [r for r in deployment.of_type(CONFIG_MAP) if r.inputs["metadata"]["name"] == name]
+    found = [r for r in deployment.of_type(CONFIG_MAP) if r.name == name]
     assert len(found) == 1
     return plain(found[0].inputs["data"])  # type: ignore[no-any-return]
 
@@ -103,9 +103,9 @@ def test_broker_mounts_config_script_certificate_and_state(sized: tuple[int, Dep
         "curve-certificate": ("/etc/minicluster/curve", True),
         "state": ("/var/lib/minicluster", False),
     }
-    assert volumes["broker-config"]["configMap"]["name"] == "dev-broker-config"
-    assert volumes["run-config"]["configMap"]["name"] == "dev-entrypoint"
-    assert volumes["curve-certificate"]["secret"] == {"secretName": "dev-curve", "defaultMode": 0o400}
+    assert volumes["broker-config"]["configMap"]["name"] == f"dev-broker-config{AUTONAME_SUFFIX}"
+    assert volumes["run-config"]["configMap"]["name"] == f"dev-entrypoint{AUTONAME_SUFFIX}"
+    assert volumes["curve-certificate"]["secret"] == {"secretName": f"dev-curve{AUTONAME_SUFFIX}", "defaultMode": 0o400}
     assert volumes["state"] == {"name": "state", "emptyDir": {}}
 
 
@@ -194,11 +194,21 @@ def test_job_references_secret_config_maps_and_service_by_their_output_names() -
     pod = pod_spec(deployment)
     assert pod["subdomain"] == "flux-net"
     assert {v["name"]: v.get("configMap", v.get("secret")) for v in pod["volumes"]} == {
-        "broker-config": {"name": "flux-broker-config"},
-        "run-config": {"name": "flux-entrypoint"},
-        "curve-certificate": {"secretName": "flux-curve", "defaultMode": 0o400},
+        "broker-config": {"name": f"flux-broker-config{AUTONAME_SUFFIX}"},
+        "run-config": {"name": f"flux-entrypoint{AUTONAME_SUFFIX}"},
+        "curve-certificate": {"secretName": f"flux-curve{AUTONAME_SUFFIX}", "defaultMode": 0o400},
         "state": None,
     }
+
+
+def test_secret_and_config_maps_are_auto_named_so_a_content_change_replaces_the_job() -> None:
+    """A replaced ConfigMap or Secret gets a new name; only then does the new name change the Job's pod
+    template (a replace-forcing field), so no broker keeps running with a stale config or keypair."""
+    deployment = deploy(config())
+    for resource in [*deployment.of_type(CONFIG_MAP), deployment.one(SECRET)]:
+        assert "name" not in resource.inputs["metadata"]
+    assert deployment.one(JOB).inputs["metadata"]["name"] == "dev"
+    assert deployment.one(SERVICE).inputs["metadata"]["name"] == "dev"
 
 
 def test_local_keygen_declares_no_keygen_pod_resource() -> None:
