@@ -243,7 +243,8 @@ def _broker_pod_spec(
                 "name": BROKER_CONTAINER,
                 "image": spec.image,
                 "command": ["/bin/bash", f"{RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}"],
-                "env": entrypoint_env(spec),
+                "env": [*entrypoint_env(spec), *({"name": k, "value": v} for k, v in spec.environment.items())],
+                **_resources(spec),
                 "ports": [{"name": "flux-overlay", "containerPort": spec.port, "protocol": "TCP"}],
                 "volumeMounts": [
                     {"name": "broker-config", "mountPath": BROKER_CONFIG_DIR, "readOnly": True},
@@ -260,6 +261,11 @@ def _broker_pod_spec(
             {"name": "state", "emptyDir": {}},
         ],
     }
+
+
+def _resources(spec: MiniClusterSpec) -> Manifest:
+    wanted = {kind: dict(quantities) for kind, quantities in spec.resources.model_dump().items() if quantities}
+    return {"resources": wanted} if wanted else {}
 
 
 def keygen_pod(spec: MiniClusterSpec, begin_marker: str, end_marker: str) -> Manifest:

@@ -54,6 +54,12 @@ Keygen = Literal["pod", "local"]
 SuccessPolicy = Literal["all", "rank0"]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Seconds = Annotated[int, Field(ge=1, le=7 * 24 * 3600)]
+# Kubernetes' own rules: env var names (C identifiers plus '-' and '.'), resource names (optionally
+# domain-prefixed, e.g. nvidia.com/gpu) and non-negative quantities (100m, 4Gi, 1.5, 2e3).
+ENV_VAR_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$")
+QUANTITY = re.compile(r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
+RESERVED_ENV_PREFIX = "MC_"
 
 
 class ConfigError(ValueError):
@@ -80,6 +86,25 @@ class Hooks(_Model):
     """Runs after set-up, right before the broker starts."""
     post: str | None = None
     """Runs after the broker exits; MC_EXIT_STATUS holds its exit status."""
+
+
+class Resources(_Model):
+    """Compute resources of each broker container, as Kubernetes quantities."""
+
+    requests: dict[str, str | int | float] = Field(default_factory=dict)
+    """What the scheduler reserves per pod, e.g. {cpu: "4", memory: 8Gi}."""
+    limits: dict[str, str | int | float] = Field(default_factory=dict)
+    """Upper bounds per pod, e.g. {memory: 8Gi, nvidia.com/gpu: "1"}."""
+
+    @field_validator("requests", "limits")
+    @classmethod
+    def _quantities(cls, value: dict[str, str | int | float]) -> dict[str, str]:
+        for name, quantity in value.items():
+            if not RESOURCE_NAME.match(name):
+                raise ValueError(f"{name!r} is not a resource name (cpu, memory, nvidia.com/gpu, ...)")
+            if not QUANTITY.match(str(quantity)):
+                raise ValueError(f"{name}: {quantity!r} is not a Kubernetes quantity (like 500m, 4, 8Gi)")
+        return {name: str(quantity) for name, quantity in value.items()}
 
 
 class Logging(_Model):
@@ -155,6 +180,10 @@ class MiniClusterSpec(_Model):
     """Change this number to make a new keypair (the Job is then replaced)."""
     curve_certificate: SecretStr | None = None
     """Your own zcert certificate text (set with `pulumi config set --secret`): no keygen at all."""
+    environment: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Extra environment variables for every broker container (names starting MC_ are reserved)."""
+    resources: Resources = Field(default_factory=Resources)
+    """requests and limits for every broker container."""
     hooks: Hooks = Field(default_factory=Hooks)
     """Shell snippets run by the entrypoint: init, pre, post."""
     logging: Logging = Field(default_factory=Logging)
@@ -204,6 +233,16 @@ class MiniClusterSpec(_Model):
             except CertificateError as error:  # its messages never contain key material
                 raise ValueError(str(error)) from None
         return value
+
+    @field_validator("environment")
+    @classmethod
+    def _env_names(cls, value: dict[str, Any]) -> dict[str, str]:
+        for name in value:
+            if not ENV_VAR_NAME.match(name):
+                raise ValueError(f"{name!r} is not a valid environment variable name")
+            if name.startswith(RESERVED_ENV_PREFIX):
+                raise ValueError(f"{name!r}: names starting {RESERVED_ENV_PREFIX} are reserved for the entrypoint")
+        return {name: str(item).lower() if isinstance(item, bool) else str(item) for name, item in value.items()}
 
     @field_validator("submit_flags")
     @classmethod

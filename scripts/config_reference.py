@@ -37,6 +37,8 @@ def type_name(annotation: Any) -> str:
         return " \\| ".join(f"`{arg}`" for arg in args)
     if origin is list:
         return f"list of {type_name(args[0])}"
+    if origin is dict:
+        return "map of name to value"
     if args and type(None) in args:
         return type_name(next(arg for arg in args if arg is not type(None)))
     if origin is typing.Annotated:

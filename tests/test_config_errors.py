@@ -70,6 +70,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("key-typo", {"sise": 4}, "minicluster:sise: unknown config key; did you mean minicluster:size?"),
     ("key-unknown", {"flavour": "x"}, "minicluster:flavour: unknown config key"),
     ("certificate-garbage", {"curveCertificate": "garbage"}, "minicluster:curveCertificate: the certificate has no `metadata` section"),
+    ("env-name-bad", {"environment": {"1BAD": "x"}}, "minicluster:environment: '1BAD' is not a valid environment variable name"),
+    ("env-name-reserved", {"environment": {"MC_SIZE": "9"}}, "minicluster:environment: 'MC_SIZE': names starting MC_ are reserved for the entrypoint"),
+    ("resource-name-bad", {"resources": {"limits": {"CPU!": "1"}}}, "minicluster:resources.limits: 'CPU!' is not a resource name"),
+    ("quantity-bad", {"resources": {"requests": {"memory": "8 GB"}}}, "minicluster:resources.requests: memory: '8 GB' is not a Kubernetes quantity"),
+    ("quantity-negative", {"resources": {"requests": {"cpu": "-1"}}}, "minicluster:resources.requests: cpu: '-1' is not a Kubernetes quantity"),
     ("certificate-empty", {"curveCertificate": ""}, "minicluster:curveCertificate: the certificate is empty"),
 ]  # fmt: skip
 

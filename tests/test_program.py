@@ -91,6 +91,18 @@ def test_broker_container_runs_the_entrypoint_from_its_config_map(sized: tuple[i
     assert container["command"] == ["/bin/bash", "/etc/minicluster/run/entrypoint.sh"]
 
 
+def test_environment_is_added_after_the_entrypoints_own_variables() -> None:
+    env = broker_container(deploy(config(environment={"OMP_NUM_THREADS": 4, "LAMMPS_HOME": "/opt"})))["env"]
+    assert env[-2:] == [{"name": "OMP_NUM_THREADS", "value": "4"}, {"name": "LAMMPS_HOME", "value": "/opt"}]
+    assert {"name": "MC_SIZE", "value": "4"} in env
+
+
+def test_resources_reach_the_broker_container_and_are_absent_by_default() -> None:
+    wanted = {"requests": {"cpu": "2"}, "limits": {"memory": "4Gi", "nvidia.com/gpu": "1"}}
+    assert broker_container(deploy(config(resources=wanted)))["resources"] == wanted
+    assert "resources" not in broker_container(deploy(config()))
+
+
 def test_broker_mounts_config_script_certificate_and_state(sized: tuple[int, Deployment]) -> None:
     _, deployment = sized
     mounts = {

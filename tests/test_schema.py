@@ -28,7 +28,9 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         name="lammps", namespace="hpc", serviceName="lammps-net", size=64, tasks=256, fluxPath="/opt/flux/bin/flux",
         networkInterface="*", clusterDomain="corp.example", port=9050, logLevel=7, connectTimeout="2s",
         workerRetries=20, backoffLimit=2, jobTimeout=7200, keygen="local", keygenImage="fluxrm/flux-core:noble",
-        keygenTimeout=120, certificateRotation=2, hooks={"init": "id", "pre": "env", "post": "echo done"},
+        keygenTimeout=120, certificateRotation=2, environment={"OMP_NUM_THREADS": 4, "FLUX_DEBUG": True},
+        resources={"requests": {"cpu": "3500m", "memory": "8Gi"}, "limits": {"memory": "8Gi", "nvidia.com/gpu": 1}},
+        hooks={"init": "id", "pre": "env", "post": "echo done"},
         logging={"quiet": True, "strict": True, "debug": True, "timed": True},
     ),
 }  # fmt: skip
