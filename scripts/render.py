@@ -15,34 +15,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components import certificate, manifests  # noqa: E402
-from components.spec import ConfigError, MiniClusterSpec, load_spec  # noqa: E402
-
-
-def read_stack_file(path: Path) -> dict[str, Any]:
-    document = yaml.safe_load(path.read_text()) or {}
-    config = document.get("config") or {}
-    if not isinstance(config, dict):
-        raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
-    encrypted = [key for key, value in config.items() if isinstance(value, dict) and "secure" in value]
-    unreadable = [key for key in encrypted if key != "minicluster:curveCertificate"]
-    if unreadable:
-        raise ConfigError([f"{key}: an encrypted value cannot be rendered without Pulumi" for key in unreadable])
-    if encrypted:
-        print("note: minicluster:curveCertificate is encrypted; rendering with a local keypair", file=sys.stderr)
-    return {key: value for key, value in config.items() if key not in encrypted}
-
-
-def stack_from_path(path: Path) -> str:
-    parts = path.name.split(".")
-    return parts[1] if len(parts) == 3 and parts[0] == "Pulumi" else "dev"
+from components import certificate, manifests, stack_file  # noqa: E402
+from components.spec import ConfigError, MiniClusterSpec  # noqa: E402
 
 
 class _ReadableDumper(yaml.SafeDumper):
@@ -71,15 +51,14 @@ def main(argv: list[str] | None = None) -> int:
     source.add_argument("--stack", help="stack name: reads Pulumi.<stack>.yaml in the project")
     source.add_argument("--config", type=Path, help="path to a stack config file")
     args = parser.parse_args(argv)
-    path = args.config or ROOT / f"Pulumi.{args.stack}.yaml"
-    if not path.is_file():
-        print(f"error: no stack file {path}", file=sys.stderr)
-        return 2
+    path = args.config or stack_file.stack_path(args.stack)
     try:
-        spec = load_spec(read_stack_file(path), args.stack or stack_from_path(path))
+        spec, encrypted = stack_file.load(path)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    if encrypted:
+        print("note: minicluster:curveCertificate is encrypted; rendering with a local keypair", file=sys.stderr)
     sys.stdout.write(render(spec))
     return 0
 
