@@ -27,6 +27,8 @@ CURVE_DIR = "/etc/minicluster/curve"
 STATE_DIR = "/var/lib/minicluster"
 # Files the entrypoint writes in STATE_DIR and the broker reads through broker.toml.
 PRIVATE_CURVE_CERT = f"{STATE_DIR}/curve.cert"
+LOCAL_URI = f"local://{STATE_DIR}/run/local"
+"""Where a process in a broker's container (`kubectl exec`) reaches that broker: set FLUX_URI to it."""
 RESOURCE_FILE = f"{STATE_DIR}/R"
 
 KEYGEN_CONTAINER = "keygen"
@@ -245,6 +247,7 @@ def _broker_pod_spec(
                 "command": ["/bin/bash", f"{RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}"],
                 "env": [*entrypoint_env(spec), *({"name": k, "value": v} for k, v in spec.environment.items())],
                 **_resources(spec),
+                **({"workingDir": spec.working_dir} if spec.working_dir else {}),
                 "ports": [{"name": "flux-overlay", "containerPort": spec.port, "protocol": "TCP"}],
                 "volumeMounts": [
                     {"name": "broker-config", "mountPath": BROKER_CONFIG_DIR, "readOnly": True},

@@ -143,6 +143,8 @@ class MiniClusterSpec(_Model):
     """submit: `flux submit --watch` the command; launcher: the command is flux start's initial program;
     batch: each command line is a `flux submit` inside one `flux batch`; interactive: like submit, then
     the instance stays up."""
+    working_dir: str | None = None
+    """Working directory of the broker container (and so of the command). Default: the image's."""
     submit_flags: list[str] = Field(default_factory=list)
     """Extra arguments for `flux submit` / `flux batch`, one list item per argument."""
     flux_path: str = "flux"
@@ -256,6 +258,13 @@ class MiniClusterSpec(_Model):
     def _executable(cls, value: str) -> str:
         if not re.match(r"^[^\s'\"$`]+$", value):
             raise ValueError("must be a command name or absolute path without spaces or quotes")
+        return value
+
+    @field_validator("working_dir")
+    @classmethod
+    def _absolute(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("/"):
+            raise ValueError("must be an absolute path")
         return value
 
     @field_validator("network_interface")

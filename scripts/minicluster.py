@@ -30,7 +30,7 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from components import stack_file
-from components.manifests import BROKER_CONTAINER, labels
+from components.manifests import BROKER_CONTAINER, LOCAL_URI, labels
 from components.spec import ConfigError, MiniClusterSpec
 
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
@@ -229,6 +229,7 @@ def cmd_exec(apis: Apis, spec: MiniClusterSpec, console: Console, rank: int, com
     from kubernetes.stream import stream
 
     pod = pod_of_rank(apis, spec, rank)
+    command = ["env", f"FLUX_URI={LOCAL_URI}", *command]  # so flux commands find this broker
     response = stream(
         apis.core.connect_get_namespaced_pod_exec, pod.metadata.name, spec.namespace, container=BROKER_CONTAINER,
         command=command, stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
@@ -289,7 +290,7 @@ def run(args: argparse.Namespace, apis: Apis, spec: MiniClusterSpec, console: Co
         return cmd_logs(apis, spec, console, args.rank, args.follow)
     if args.command == "wait":
         return cmd_wait(apis, spec, console, args.timeout)
-    command = [word for word in args.exec_command if word != "--"] or ["flux", "resource", "list"]
+    command = [word for word in args.exec_command if word != "--"] or [spec.flux_path, "resource", "list"]
     return cmd_exec(apis, spec, console, args.rank, command)
 
 

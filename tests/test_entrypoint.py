@@ -348,3 +348,10 @@ def test_script_is_shellcheck_clean() -> None:
     assert shellcheck, "shellcheck not found: pip install -r requirements.txt"
     result = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
+
+
+def test_the_broker_socket_is_where_kubectl_exec_users_are_told_to_find_it(tmp_path: Path) -> None:
+    """manifests.LOCAL_URI (used by `scripts/minicluster.py exec`) names the socket the entrypoint asks for."""
+    pods = Pods(tmp_path)
+    expected = manifests.LOCAL_URI.replace(manifests.STATE_DIR, str(tmp_path / "state-1"))
+    assert f"-Slocal-uri={expected}" in pods.run(1).start

@@ -244,7 +244,8 @@ def test_exec_runs_the_command_in_the_chosen_rank_and_returns_its_status(monkeyp
     out = console()
     apis = cli.Apis(FakeCore([pod(DEV, r) for r in range(4)]), FakeBatch(job(DEV)))
     assert cli.cmd_exec(apis, DEV, out, 1, ["flux", "resource", "list"]) == 1
-    assert calls == [(("dev-1-x1", "default"), "flux-broker", ["flux", "resource", "list"])]
+    flux_uri = "FLUX_URI=local:///var/lib/minicluster/run/local"
+    assert calls == [(("dev-1-x1", "default"), "flux-broker", ["env", flux_uri, "flux", "resource", "list"])]
     assert "free      4" in output(out)
 
 

@@ -1,0 +1,38 @@
+"""The example stacks are valid, render cleanly and declare what they say (issue 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from components import stack_file
+from tests.harness import ROOT, deploy
+
+EXAMPLES = sorted(ROOT.glob("Pulumi.*.yaml"))
+
+
+def test_every_documented_example_exists() -> None:
+    assert {stack_file.stack_name(path) for path in EXAMPLES} >= {"dev", "lammps", "interactive"}
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+def test_example_loads_and_its_program_declares_a_job_of_its_size(path: Path) -> None:
+    spec, encrypted = stack_file.load(path)
+    assert encrypted == []
+    config = yaml.safe_load(path.read_text())["config"]
+    deployment = deploy(config, stack=stack_file.stack_name(path))
+    job = deployment.one("kubernetes:batch/v1:Job")
+    assert job.inputs["spec"]["completions"] == spec.size
+    assert deployment.outputs["name"] == stack_file.stack_name(path)
+
+
+def test_lammps_runs_in_its_input_directory_with_eight_tasks() -> None:
+    spec, _ = stack_file.load(ROOT / "Pulumi.lammps.yaml")
+    assert (spec.working_dir, spec.tasks, spec.command_args[0]) == ("/home/flux/examples/reaxff/HNS", 8, "lmp")
+
+
+def test_interactive_example_is_persistent() -> None:
+    spec, _ = stack_file.load(ROOT / "Pulumi.interactive.yaml")
+    assert spec.persistent and spec.command is None
