@@ -16,33 +16,12 @@ import argparse
 import sys
 from pathlib import Path
 
-import yaml
-
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components import certificate, manifests, stack_file  # noqa: E402
-from components.spec import ConfigError, MiniClusterSpec  # noqa: E402
-
-
-class _ReadableDumper(yaml.SafeDumper):
-    """Multi-line strings (broker.toml, the entrypoint) as literal blocks, so the output reads like files."""
-
-
-def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value and all(line == line.rstrip() for line in value.splitlines()) else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_ReadableDumper.add_representer(str, _string)
-
-
-def render(spec: MiniClusterSpec) -> str:
-    if spec.curve_certificate is not None:
-        cert = certificate.parse(spec.curve_certificate.get_secret_value())
-    else:
-        cert = certificate.generate(spec.rank0_host)
-    return yaml.dump_all(manifests.all_objects(spec, cert.text()), Dumper=_ReadableDumper, sort_keys=False)
+from components import stack_file  # noqa: E402
+from components.rendering import render  # noqa: E402
+from components.spec import ConfigError  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

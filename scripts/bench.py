@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Does anything grow with the cluster's size? Measures, per size, the Pulumi program's evaluation on
+mocks and render's time and output size, each as a ratio to size 1 (the best of --repeat runs).
+
+    python scripts/bench.py                       # sizes 1, 10, 100, 1000, 10000
+    python scripts/bench.py --sizes 1,10,100 --repeat 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from components.rendering import render  # noqa: E402
+from components.spec import load_spec  # noqa: E402
+from tests.harness import deploy  # noqa: E402  (the same mocks the tests use)
+
+DEFAULT_SIZES = (1, 10, 100, 1000, 10_000)
+IMAGE = "ghcr.io/flux-framework/flux-restful-api:latest"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    size: int
+    evaluation_s: float
+    render_s: float
+    render_bytes: int
+
+
+def best_of(repeat: int, work: Callable[[], object]) -> float:
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        work()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def measure(size: int, repeat: int) -> Measurement:
+    config = {"image": IMAGE, "size": size, "command": "hostname"}
+    spec = load_spec({f"minicluster:{key}": value for key, value in config.items()}, "bench")
+    return Measurement(
+        size=size,
+        evaluation_s=best_of(repeat, lambda: deploy(config, stack="bench")),
+        render_s=best_of(repeat, lambda: render(spec)),
+        render_bytes=len(render(spec).encode()),
+    )
+
+
+def table(results: list[Measurement]) -> str:
+    base = results[0]
+    lines = [
+        "| size | evaluation (ms) | ratio to size 1 | render (ms) | ratio to size 1 | render bytes | ratio to size 1 |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        lines.append(
+            f"| {r.size} | {r.evaluation_s * 1000:.1f} | {r.evaluation_s / base.evaluation_s:.2f} "
+            f"| {r.render_s * 1000:.1f} | {r.render_s / base.render_s:.2f} "
+            f"| {r.render_bytes} | {r.render_bytes / base.render_bytes:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def run(sizes: list[int], repeat: int) -> list[Measurement]:
+    return [measure(size, repeat) for size in sorted(sizes)]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default=",".join(map(str, DEFAULT_SIZES)), help="comma-separated sizes")
+    parser.add_argument("--repeat", type=int, default=5, help="runs per measurement; the best counts")
+    args = parser.parse_args()
+    print(table(run([int(size) for size in args.sizes.split(",")], args.repeat)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,33 @@
+"""The benchmark at reduced sizes, in CI: nothing the program does may grow with the cluster (issue 6)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from tests.harness import ROOT
+
+sys.path.insert(0, str(ROOT / "scripts"))
+import bench
+
+
+def test_evaluation_and_render_do_not_grow_with_size() -> None:
+    results = bench.run([1, 100, 10_000], repeat=3)
+    base, largest = results[0], results[-1]
+    assert [r.size for r in results] == [1, 100, 10_000]
+    # The hostlist is compressed and the Job counts completions: only digits get longer.
+    assert largest.render_bytes - base.render_bytes < 100
+    # Timings are noisy on a shared machine, but anything proportional to size would be ~10 000x.
+    assert largest.evaluation_s < 3 * base.evaluation_s
+    assert largest.render_s < 3 * base.render_s
+
+
+def test_the_command_prints_a_ratio_table() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--sizes", "1,10", "--repeat", "1"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    header, _rule, first, second = result.stdout.strip().splitlines()
+    assert header.startswith("| size | evaluation (ms) | ratio to size 1 |")
+    assert first.startswith("| 1 |") and "| 1.00 |" in first
+    assert second.startswith("| 10 |")
