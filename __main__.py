@@ -24,3 +24,5 @@ pulumi.export("jobName", cluster.job_name)
 pulumi.export("rank0Hostname", cluster.rank0_hostname)
 pulumi.export("publicKey", cluster.public_key)
 pulumi.export("logsCommand", cluster.logs_command)
+if cluster.api_service_name is not None:
+    pulumi.export("apiServiceName", cluster.api_service_name)

@@ -6,7 +6,7 @@
 # and the optional hooks init.sh, pre.sh and post.sh.
 #
 # Usage: entrypoint.sh                 start this pod's broker
-#        entrypoint.sh --in-instance   (internal) rank 0's initial program for batch and interactive modes
+#        entrypoint.sh --in-instance   (internal) rank 0's initial program: batch, interactive, RESTful API
 
 set -o pipefail
 if [[ ${MC_STRICT:-false} == true ]]; then set -euo pipefail; fi
@@ -45,6 +45,24 @@ run_hook() {
     if ((status != 0)); then die "the $1 hook failed with status $status"; fi
   else
     bash "$hook" || log "the $1 hook failed with status $? (continuing; set logging.strict to stop)"
+  fi
+}
+
+# Flux copied in by the flux-view init container (MC_FLUX_VIEW): appended to the paths, so that the
+# application image's own software wins where both have it.
+use_flux_view() {
+  local view=${MC_FLUX_VIEW:-} site
+  [[ -n $view ]] || return 0
+  export PATH="$PATH:$view/view/bin"
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$view/view/lib"
+  for site in "$view"/view/lib/python3*/site-packages; do
+    if [[ -d $site ]]; then export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$site"; fi
+  done
+  # The view's files link into /opt/software, which the init container could only copy alongside.
+  if [[ -d $view/software ]]; then
+    if ! { mkdir -p /opt/software && cp -R "$view/software/." /opt/software/; }; then
+      log "could not restore /opt/software from the flux view (not root?); view programs may fail"
+    fi
   fi
 }
 
@@ -94,6 +112,10 @@ start_rank0() {
   broker_options options
   read_lines command command.args
   read_lines flags submit.flags
+  if [[ -n ${MC_RESTFUL_PORT:-} ]]; then
+    "$flux" start "${options[@]}" bash "${BASH_SOURCE[0]}" --in-instance
+    return
+  fi
   if ((${#command[@]} == 0)); then
     log "persistent instance: no initial program; stop it with 'flux shutdown'"
     "$flux" start "${options[@]}" -Sbroker.rc2_none=1
@@ -131,9 +153,28 @@ start_worker() {
   done
 }
 
+# The Flux RESTful API as rank 0's program: it submits into this instance until `flux shutdown`.
+run_restful_api() {
+  local dir=$MC_RESTFUL_DIR
+  if [[ ! -f $dir/app/main.py ]]; then
+    log "installing the Flux RESTful API ($MC_RESTFUL_REPOSITORY, $MC_RESTFUL_BRANCH) into $dir"
+    git clone --quiet --depth 1 --branch "$MC_RESTFUL_BRANCH" "https://github.com/$MC_RESTFUL_REPOSITORY" "$dir" ||
+      die "could not clone $MC_RESTFUL_REPOSITORY: use an image that has the API in $dir"
+    python3 -m pip install --quiet -r "$dir/requirements.txt" || die "could not install the API's requirements"
+  fi
+  cd "$dir" || die "cannot enter $dir"
+  # Signs the API's access tokens: private to this server, new at every start.
+  FLUX_TOKEN_SIGNING_KEY=${FLUX_TOKEN_SIGNING_KEY:-$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')}
+  export FLUX_TOKEN_SIGNING_KEY
+  python3 app/db/init_db.py init || die "could not create the API's user database"
+  log "the Flux RESTful API listens on port $MC_RESTFUL_PORT"
+  exec python3 -m uvicorn app.main:app --host=0.0.0.0 --port="$MC_RESTFUL_PORT"
+}
+
 # Inside the instance (rank 0's initial program) for the modes that need more than one command.
 in_instance() {
   local -a command flags
+  if [[ -n ${MC_RESTFUL_PORT:-} ]]; then run_restful_api; fi
   read_lines flags submit.flags
   case $MC_MODE in
     batch)
@@ -162,6 +203,7 @@ in_instance() {
 }
 
 main() {
+  use_flux_view
   if [[ ${1:-} == --in-instance ]]; then
     in_instance
     return

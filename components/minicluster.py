@@ -46,6 +46,11 @@ class MiniCluster(pulumi.ComponentResource):
         broker_config = self._content(k8s.core.v1.ConfigMap, f"{name}-broker-config", manifests.broker_config_map(spec))
         entrypoint = self._content(k8s.core.v1.ConfigMap, f"{name}-entrypoint", manifests.entrypoint_config_map(spec))
         service = self._named(k8s.core.v1.Service, f"{name}-service", manifests.headless_service(spec))
+        if spec.restful_api.enabled:
+            api = self._named(k8s.core.v1.Service, f"{name}-api", manifests.restful_api_service(spec))
+            self.api_service_name: pulumi.Output[str] | None = api.metadata.name
+        else:
+            self.api_service_name = None
         job_manifest = manifests.job(
             spec,
             service_name=service.metadata.name,
@@ -53,7 +58,12 @@ class MiniCluster(pulumi.ComponentResource):
             broker_config_name=broker_config.metadata.name,
             entrypoint_name=entrypoint.metadata.name,
         )
-        job = self._named(k8s.batch.v1.Job, f"{name}-job", job_manifest, replace_on_changes=JOB_IMMUTABLE_FIELDS)
+        # A queue (e.g. Kueue) resumes a suspended Job by setting spec.suspend: Pulumi must not undo that.
+        ignore = ["spec.suspend"] if spec.suspend else []
+        job = self._named(
+            k8s.batch.v1.Job, f"{name}-job", job_manifest,
+            replace_on_changes=JOB_IMMUTABLE_FIELDS, ignore_changes=ignore,
+        )  # fmt: skip
 
         self.cluster_name = pulumi.Output.from_input(spec.name)
         self.namespace = job.metadata.namespace
@@ -76,6 +86,7 @@ class MiniCluster(pulumi.ComponentResource):
                 "rank0Hostname": self.rank0_hostname,
                 "publicKey": self.public_key,
                 "logsCommand": self.logs_command,
+                "apiServiceName": self.api_service_name,
             }
         )
 

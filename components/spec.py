@@ -12,54 +12,41 @@ import difflib
 import json
 import re
 import shlex
+import tomllib
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    SecretStr,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from components import rules
 from components.certificate import CertificateError, parse
+from components.rules import DNS_LABEL_MAX, DNS_NAME_MAX
+from components.settings import (
+    ContainerSettings,
+    FluxView,
+    Hooks,
+    Logging,
+    Pod,
+    RestfulApi,
+    Sidecar,
+    Volume,
+)
 
 NAMESPACE = "minicluster"
 """The Pulumi config namespace (the project name in Pulumi.yaml)."""
 
 MAX_INDEXED_COMPLETIONS = 100_000
-DNS_LABEL_MAX = 63
-DNS_NAME_MAX = 253
-
-DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-DNS_1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-# An OCI image reference: [registry[:port]/]path[:tag][@digest], lower-case path components.
-IMAGE_REFERENCE = re.compile(
-    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?"
-    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
-)
-# Flux Standard Duration, as tbon.connect_timeout takes it.
-FLUX_DURATION = re.compile(r"^[0-9]+(\.[0-9]+)?(ms|s|m|h|d)?$")
-TBON_TOPOLOGY = re.compile(r"^(kary:[1-9][0-9]*|binomial|mincrit(:[1-9][0-9]*)?)$")
-NETWORK_INTERFACE = re.compile(r"^(\*|[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}|[0-9]{1,3}(\.[0-9]{1,3}){3})$")
+BROKER_CONTAINER = "flux-broker"
+RESERVED_CONTAINERS = {BROKER_CONTAINER, "flux-view"}
+RESERVED_VOLUMES = {"broker-config", "run-config", "curve-certificate", "state", "flux-view"}
 
 Mode = Literal["submit", "launcher", "batch", "interactive"]
 Keygen = Literal["pod", "local"]
 SuccessPolicy = Literal["all", "rank0"]
+QueuePolicy = Literal["fcfs", "easy", "hybrid", "conservative"]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Seconds = Annotated[int, Field(ge=1, le=7 * 24 * 3600)]
-# Kubernetes' own rules: env var names (C identifiers plus '-' and '.'), resource names (optionally
-# domain-prefixed, e.g. nvidia.com/gpu) and non-negative quantities (100m, 4Gi, 1.5, 2e3).
-ENV_VAR_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$")
-QUANTITY = re.compile(r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
-RESERVED_ENV_PREFIX = "MC_"
 
 
 class ConfigError(ValueError):
@@ -70,58 +57,9 @@ class ConfigError(ValueError):
         super().__init__("invalid MiniCluster stack config:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
-class _Model(BaseModel):
-    # Field docstrings become descriptions: the README's configuration reference is generated from them.
-    model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, use_attribute_docstrings=True
-    )
-
-
-class Hooks(_Model):
-    """Shell snippets run by every pod's entrypoint (bash) around the broker."""
-
-    init: str | None = None
-    """Runs first, before the rank is known or anything is set up."""
-    pre: str | None = None
-    """Runs after set-up, right before the broker starts."""
-    post: str | None = None
-    """Runs after the broker exits; MC_EXIT_STATUS holds its exit status."""
-
-
-class Resources(_Model):
-    """Compute resources of each broker container, as Kubernetes quantities."""
-
-    requests: dict[str, str | int | float] = Field(default_factory=dict)
-    """What the scheduler reserves per pod, e.g. {cpu: "4", memory: 8Gi}."""
-    limits: dict[str, str | int | float] = Field(default_factory=dict)
-    """Upper bounds per pod, e.g. {memory: 8Gi, nvidia.com/gpu: "1"}."""
-
-    @field_validator("requests", "limits")
-    @classmethod
-    def _quantities(cls, value: dict[str, str | int | float]) -> dict[str, str]:
-        for name, quantity in value.items():
-            if not RESOURCE_NAME.match(name):
-                raise ValueError(f"{name!r} is not a resource name (cpu, memory, nvidia.com/gpu, ...)")
-            if not QUANTITY.match(str(quantity)):
-                raise ValueError(f"{name}: {quantity!r} is not a Kubernetes quantity (like 500m, 4, 8Gi)")
-        return {name: str(quantity) for name, quantity in value.items()}
-
-
-class Logging(_Model):
-    """How chatty and how strict the entrypoint is (names follow the flux-operator's `logging`)."""
-
-    quiet: bool = False
-    """Print none of the entrypoint's own progress lines."""
-    strict: bool = False
-    """Run the entrypoint and hooks under `set -euo pipefail`: the first failing step stops the pod."""
-    debug: bool = False
-    """Trace every entrypoint command (`set -x`)."""
-    timed: bool = False
-    """Report how long the broker ran."""
-
-
-class MiniClusterSpec(_Model):
-    """The whole stack config. Field docstrings feed the README's configuration reference."""
+class MiniClusterSpec(ContainerSettings):
+    """The whole stack config. The Flux container's own settings (workingDir, environment, resources, ...)
+    are top-level keys, inherited from ContainerSettings. Field docstrings feed the README's reference."""
 
     name: str
     """MiniCluster name (DNS-1035 label); pods are `<name>-<rank>`. Default: the stack name."""
@@ -143,8 +81,6 @@ class MiniClusterSpec(_Model):
     """submit: `flux submit --watch` the command; launcher: the command is flux start's initial program;
     batch: each command line is a `flux submit` inside one `flux batch`; interactive: like submit, then
     the instance stays up."""
-    working_dir: str | None = None
-    """Working directory of the broker container (and so of the command). Default: the image's."""
     submit_flags: list[str] = Field(default_factory=list)
     """Extra arguments for `flux submit` / `flux batch`, one list item per argument."""
     flux_path: str = "flux"
@@ -182,36 +118,52 @@ class MiniClusterSpec(_Model):
     """Change this number to make a new keypair (the Job is then replaced)."""
     curve_certificate: SecretStr | None = None
     """Your own zcert certificate text (set with `pulumi config set --secret`): no keygen at all."""
-    environment: dict[str, str | int | float | bool] = Field(default_factory=dict)
-    """Extra environment variables for every broker container (names starting MC_ are reserved)."""
-    resources: Resources = Field(default_factory=Resources)
-    """requests and limits for every broker container."""
     hooks: Hooks = Field(default_factory=Hooks)
     """Shell snippets run by the entrypoint: init, pre, post."""
     logging: Logging = Field(default_factory=Logging)
     """Entrypoint logging: quiet, strict, debug, timed."""
+    containers: list[Sidecar] = Field(default_factory=list)
+    """Containers that run alongside the Flux container in every pod (sidecars)."""
+    volumes: dict[str, Volume] = Field(default_factory=dict)
+    """Volumes by name (DNS-1123 label), mounted into the Flux container: PVCs, hostPath, ConfigMap,
+    Secret or emptyDir."""
+    pod: Pod = Field(default_factory=Pod)
+    """Pod settings: labels, annotations, scheduling, service account, restart and DNS policy."""
+    deadline_seconds: int | None = Field(None, ge=1)
+    """Job activeDeadlineSeconds: the whole Job fails after this long."""
+    job_labels: dict[str, str] = Field(default_factory=dict)
+    """Labels on the Job itself, e.g. kueue.x-k8s.io/queue-name for Kueue."""
+    suspend: bool = False
+    """Create the Job suspended (a queue such as Kueue resumes it; Pulumi then leaves spec.suspend alone)."""
+    queue_policy: QueuePolicy | None = None
+    """Fluxion's queue policy (sched-fluxion-qmanager queue-policy). Default: Flux's (fcfs)."""
+    broker_attributes: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """Extra broker attributes, each passed as -Skey=value."""
+    broker_config: str | None = None
+    """A complete broker.toml used instead of the generated one (see the README for what it must keep)."""
+    option_flags: str | None = None
+    """Flux option flags in one string, e.g. "-ompi=openmpi@5", added to submit (and the RESTful API)."""
+    flux_view: FluxView = Field(default_factory=FluxView)
+    """Flux from an init container, for application images without Flux."""
+    restful_api: RestfulApi = Field(default_factory=RestfulApi)
+    """The Flux RESTful API server on rank 0 of a persistent cluster."""
 
     # -- field rules ------------------------------------------------------------------------------
 
     @field_validator("name", "service_name")
     @classmethod
     def _dns_1035_label(cls, value: str | None) -> str | None:
-        if value is not None:
-            _check_label(value, DNS_1035_LABEL, "a DNS-1035 label")
-        return value
+        return None if value is None else rules.label(value, rules.DNS_1035_LABEL, "a DNS-1035 label")
 
     @field_validator("namespace")
     @classmethod
     def _dns_1123_label(cls, value: str) -> str:
-        _check_label(value, DNS_1123_LABEL, "a DNS-1123 label")
-        return value
+        return rules.label(value, rules.DNS_1123_LABEL, "a DNS-1123 label")
 
     @field_validator("image", "keygen_image")
     @classmethod
     def _image_reference(cls, value: str | None) -> str | None:
-        if value is not None and not IMAGE_REFERENCE.match(value):
-            raise ValueError("must be an image reference like registry/path:tag")
-        return value
+        return None if value is None else rules.image(value)
 
     @field_validator("command")
     @classmethod
@@ -236,16 +188,6 @@ class MiniClusterSpec(_Model):
                 raise ValueError(str(error)) from None
         return value
 
-    @field_validator("environment")
-    @classmethod
-    def _env_names(cls, value: dict[str, Any]) -> dict[str, str]:
-        for name in value:
-            if not ENV_VAR_NAME.match(name):
-                raise ValueError(f"{name!r} is not a valid environment variable name")
-            if name.startswith(RESERVED_ENV_PREFIX):
-                raise ValueError(f"{name!r}: names starting {RESERVED_ENV_PREFIX} are reserved for the entrypoint")
-        return {name: str(item).lower() if isinstance(item, bool) else str(item) for name, item in value.items()}
-
     @field_validator("submit_flags")
     @classmethod
     def _one_line_each(cls, value: list[str]) -> list[str]:
@@ -260,46 +202,88 @@ class MiniClusterSpec(_Model):
             raise ValueError("must be a command name or absolute path without spaces or quotes")
         return value
 
-    @field_validator("working_dir")
-    @classmethod
-    def _absolute(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("/"):
-            raise ValueError("must be an absolute path")
-        return value
-
     @field_validator("network_interface")
     @classmethod
     def _interface(cls, value: str) -> str:
-        if not NETWORK_INTERFACE.match(value):
+        if not rules.NETWORK_INTERFACE.match(value):
             raise ValueError("must be an interface name (eth0), `*` or an IPv4 address")
         return value
 
     @field_validator("cluster_domain")
     @classmethod
     def _domain(cls, value: str) -> str:
-        if len(value) > DNS_NAME_MAX or not DNS_1123_SUBDOMAIN.match(value):
+        if len(value) > DNS_NAME_MAX or not rules.DNS_1123_SUBDOMAIN.match(value):
             raise ValueError("must be a DNS name like cluster.local")
         return value
 
     @field_validator("connect_timeout")
     @classmethod
     def _duration(cls, value: str) -> str:
-        if not FLUX_DURATION.match(value):
+        if not rules.FLUX_DURATION.match(value):
             raise ValueError("must be a Flux duration like 5s, 500ms or 2m")
         return value
 
     @field_validator("topology")
     @classmethod
     def _topology(cls, value: str | None) -> str | None:
-        if value is not None and not TBON_TOPOLOGY.match(value):
+        if value is not None and not rules.TBON_TOPOLOGY.match(value):
             raise ValueError("must be kary:K, binomial or mincrit[:K]")
+        return value
+
+    @field_validator("job_labels")
+    @classmethod
+    def _job_labels(cls, value: dict[str, str]) -> dict[str, str]:
+        return rules.labels(value)
+
+    @field_validator("broker_attributes")
+    @classmethod
+    def _attributes(cls, value: dict[str, Any]) -> dict[str, str]:
+        for key, item in value.items():
+            if not re.match(r"^[a-z][a-z0-9_.-]*$", key) or "\n" in rules.text(item):
+                raise ValueError(f"{key!r}: attributes are lower-case dotted names with single-line values")
+        return {key: rules.text(item) for key, item in value.items()}
+
+    @field_validator("broker_config")
+    @classmethod
+    def _broker_toml(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            bootstrap = tomllib.loads(value).get("bootstrap")
+        except tomllib.TOMLDecodeError as error:
+            raise ValueError(f"is not valid TOML: {error}") from None
+        if not isinstance(bootstrap, dict) or not {"hosts", "curve_cert"} <= bootstrap.keys():
+            raise ValueError("needs a [bootstrap] table with hosts and curve_cert, or the brokers cannot join")
+        return value
+
+    @field_validator("option_flags")
+    @classmethod
+    def _option_words(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                shlex.split(value)
+            except ValueError as error:
+                raise ValueError(f"cannot be split into words like a shell line: {error}") from None
+        return value
+
+    @field_validator("volumes")
+    @classmethod
+    def _volume_names(cls, value: dict[str, Volume]) -> dict[str, Volume]:
+        for name in value:
+            rules.label(name, rules.DNS_1123_LABEL, f"a DNS-1123 label ({name!r})")
+            if name in RESERVED_VOLUMES:
+                raise ValueError(f"{name!r} is a volume name the MiniCluster uses itself")
+        mount_paths = [volume.path for volume in value.values()]
+        if len(set(mount_paths)) != len(mount_paths):
+            raise ValueError("two volumes share a mount path")
         return value
 
     # -- rules across fields ----------------------------------------------------------------------
 
     @model_validator(mode="after")
     def _consistent(self) -> MiniClusterSpec:
-        problems = [p for p in (*self._size_problems(), *self._name_problems(), *self._mode_problems()) if p]
+        checks = (self._size_problems, self._name_problems, self._mode_problems, self._pod_problems)
+        problems = [problem for check in checks for problem in check() if problem]
         if problems:
             raise ValueError("\n".join(problems))
         return self
@@ -338,6 +322,37 @@ class MiniClusterSpec(_Model):
             else "",
         ]
 
+    def _pod_problems(self) -> list[str]:
+        names = [sidecar.name for sidecar in self.containers]
+        problems = [
+            f"minicluster:containers: two containers are named {name!r}" for name in set(names) if names.count(name) > 1
+        ] + [
+            f"minicluster:containers: {name!r} is the name of a container the MiniCluster adds itself"
+            for name in names
+            if name in RESERVED_CONTAINERS
+        ]
+        for index, sidecar in enumerate(self.containers):
+            problems += [
+                f"minicluster:containers[{index}].volumes: {volume!r} is not one of minicluster:volumes"
+                for volume in sidecar.volumes
+                if volume not in self.volumes
+            ]
+        api = self.restful_api
+        if api.enabled and self.command is not None:
+            problems.append(
+                "minicluster:restfulApi runs as rank 0's program in a persistent cluster: "
+                "unset minicluster:command or disable the API"
+            )
+        if api.enabled and len(self.api_service) > DNS_LABEL_MAX:
+            problems.append(
+                f"minicluster:name: the API Service name {self.api_service!r} is over {DNS_LABEL_MAX} characters"
+            )
+        if api.enabled and api.port == self.port:
+            problems.append(f"minicluster:restfulApi.port {api.port} is the Flux overlay port (minicluster:port)")
+        if self.flux_view.enabled and self.flux_view.path in {volume.path for volume in self.volumes.values()}:
+            problems.append(f"minicluster:fluxView.path {self.flux_view.path} is also a volume's path")
+        return problems
+
     # -- derived values (the one place each is computed) ------------------------------------------
 
     @property
@@ -347,6 +362,10 @@ class MiniClusterSpec(_Model):
     @property
     def service(self) -> str:
         return self.service_name or self.name
+
+    @property
+    def api_service(self) -> str:
+        return f"{self.name}-api"
 
     @property
     def hostlist(self) -> str:
@@ -374,6 +393,10 @@ class MiniClusterSpec(_Model):
         return self.command is None or self.mode == "interactive"
 
     @property
+    def all_submit_flags(self) -> list[str]:
+        return [*self.submit_flags, *shlex.split(self.option_flags or "")]
+
+    @property
     def command_args(self) -> list[str]:
         return shlex.split(self.command) if self.command else []
 
@@ -389,14 +412,6 @@ class MiniClusterSpec(_Model):
     @property
     def bind_uri(self) -> str:
         return f"tcp://{self.network_interface}:%p"
-
-
-def _check_label(value: str, pattern: re.Pattern[str], kind: str) -> None:
-    if len(value) > DNS_LABEL_MAX:
-        raise ValueError(f"must be {kind} of at most {DNS_LABEL_MAX} characters (it has {len(value)})")
-    if not pattern.match(value):
-        start = "a letter" if pattern is DNS_1035_LABEL else "a letter or digit"
-        raise ValueError(f"must be {kind}: lower-case letters, digits and '-', starting with {start}")
 
 
 # -- loading stack config -------------------------------------------------------------------------

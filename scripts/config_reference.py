@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import types
 import typing
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,8 @@ DEFAULT_OVERRIDES = {"name": "the stack name"}
 
 
 def type_name(annotation: Any) -> str:
+    if annotation is Any:
+        return "any value"
     if annotation is SecretStr:
         return "secret string"
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
@@ -38,16 +41,19 @@ def type_name(annotation: Any) -> str:
     if origin is list:
         return f"list of {type_name(args[0])}"
     if origin is dict:
-        return "map of name to value"
+        return f"map of name to {type_name(args[1])}" if args else "map"
     if args and type(None) in args:
-        return type_name(next(arg for arg in args if arg is not type(None)))
+        rest = [arg for arg in args if arg is not type(None)]
+        return type_name(rest[0]) if len(rest) == 1 else " or ".join(type_name(arg) for arg in rest)
+    if args and origin in (typing.Union, types.UnionType):
+        return " or ".join(type_name(arg) for arg in args)
     if origin is typing.Annotated:
         return type_name(args[0])
     return getattr(annotation, "__name__", str(annotation))
 
 
-def default_text(name: str, field: FieldInfo) -> str:
-    if name in DEFAULT_OVERRIDES:
+def default_text(model: type[BaseModel], name: str, field: FieldInfo) -> str:
+    if model is MiniClusterSpec and name in DEFAULT_OVERRIDES:
         return DEFAULT_OVERRIDES[name]
     if field.is_required():
         return "**required**"
@@ -62,15 +68,36 @@ def default_text(name: str, field: FieldInfo) -> str:
 
 
 def rows(model: type[BaseModel], prefix: str) -> list[str]:
+    """One row per key; nested models (objects, lists and maps of objects) get rows of their own."""
     lines = []
-    for key, name in config_keys(model).items():
+    for key, name in ordered_keys(model):
         field = model.model_fields[name]
         meaning = " ".join((field.description or "").split()).replace("|", "\\|")
-        lines.append(f"| `{prefix}{key}` | {type_name(field.annotation)} | {default_text(name, field)} | {meaning} |")
-        annotation = field.annotation
-        if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-            lines.extend(rows(annotation, f"{prefix}{key}."))
+        default = default_text(model, name, field)
+        lines.append(f"| `{prefix}{key}` | {type_name(field.annotation)} | {default} | {meaning} |")
+        nested, suffix = nested_model(field.annotation)
+        if nested is not None:
+            lines.extend(rows(nested, f"{prefix}{key}{suffix}."))
     return lines
+
+
+def ordered_keys(model: type[BaseModel]) -> list[tuple[str, str]]:
+    """The model's own fields first, then inherited ones (MiniClusterSpec: its own, then the Flux
+    container's settings)."""
+    own = set(model.__annotations__)
+    keys = list(config_keys(model).items())
+    return [item for item in keys if item[1] in own] + [item for item in keys if item[1] not in own]
+
+
+def nested_model(annotation: Any) -> tuple[type[BaseModel] | None, str]:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, ""
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is list and args and isinstance(args[0], type) and issubclass(args[0], BaseModel):
+        return args[0], "[]"
+    if origin is dict and len(args) == 2 and isinstance(args[1], type) and issubclass(args[1], BaseModel):
+        return args[1], ".<name>"
+    return None, ""
 
 
 def reference() -> str:

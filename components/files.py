@@ -1,0 +1,121 @@
+"""What the broker pods read: broker.toml, the entrypoint with its files, and its environment."""
+
+from __future__ import annotations
+
+from importlib import resources
+from typing import Any
+
+import tomli_w
+
+from components import paths, rules
+from components.spec import MiniClusterSpec
+
+ENTRYPOINT_SCRIPT = "entrypoint.sh"
+BROKER_CONFIG_KEY = "broker.toml"
+CURVE_CERT_KEY = "curve.cert"
+
+
+def broker_toml(spec: MiniClusterSpec) -> str:
+    """The broker config (flux-config-bootstrap(5)): rank = position of the hostname in `hosts`.
+    A `brokerConfig` from the stack replaces it whole."""
+    if spec.broker_config is not None:
+        return spec.broker_config
+    config: dict[str, Any] = {
+        "bootstrap": {
+            "curve_cert": paths.PRIVATE_CURVE_CERT,
+            "default_port": spec.port,
+            "default_bind": spec.bind_uri,
+            "default_connect": spec.connect_uri,
+            "hosts": [{"host": spec.hostlist}],
+        },
+        # R is written at start by each pod; noverify: nodes need not match it core for core.
+        "resource": {"path": paths.RESOURCE_FILE, "noverify": True},
+    }
+    if spec.queue_policy:
+        config["sched-fluxion-qmanager"] = {"queue-policy": spec.queue_policy}
+    return tomli_w.dumps(config)
+
+
+def entrypoint_script() -> str:
+    return resources.files("components").joinpath(ENTRYPOINT_SCRIPT).read_text()
+
+
+def run_config_files(spec: MiniClusterSpec) -> dict[str, str]:
+    """The entrypoint and the files that configure it (one item per line, no templating)."""
+    files = {ENTRYPOINT_SCRIPT: entrypoint_script()}
+    if spec.command is not None:
+        files["command.args"] = _lines(spec.command_args)
+        files["command.lines"] = _lines(spec.command_lines)
+    if spec.all_submit_flags:
+        files["submit.flags"] = _lines(spec.all_submit_flags)
+    if spec.broker_attributes:
+        files["broker.attributes"] = _lines([f"{key}={value}" for key, value in spec.broker_attributes.items()])
+    for hook in ("init", "pre", "post"):
+        snippet = getattr(spec.hooks, hook)
+        if snippet:
+            files[f"{hook}.sh"] = snippet if snippet.endswith("\n") else snippet + "\n"
+    return files
+
+
+def _lines(items: list[str]) -> str:
+    return "".join(f"{item}\n" for item in items)
+
+
+def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
+    """How the entrypoint learns everything it needs (see the top of entrypoint.sh)."""
+    settings: dict[str, object | None] = {
+        "MC_FLUX": spec.flux_path,
+        "MC_MODE": spec.mode,
+        "MC_SIZE": spec.size,
+        "MC_MAX_SIZE": spec.largest_size,
+        "MC_TASKS": spec.tasks,
+        "MC_HOST_PREFIX": spec.name,
+        "MC_HOSTLIST": spec.hostlist,
+        "MC_QUORUM": spec.quorum,
+        "MC_TOPOLOGY": spec.topology,
+        "MC_CONNECT_TIMEOUT": spec.connect_timeout,
+        "MC_LOG_LEVEL": spec.log_level,
+        "MC_WORKER_RETRIES": spec.worker_retries,
+        "MC_BROKER_CONFIG_DIR": paths.BROKER_CONFIG_DIR,
+        "MC_RUN_CONFIG_DIR": paths.RUN_CONFIG_DIR,
+        "MC_CURVE_CERT_SOURCE": f"{paths.CURVE_DIR}/{CURVE_CERT_KEY}",
+        "MC_STATE_DIR": paths.STATE_DIR,
+        "MC_QUIET": spec.logging.quiet,
+        "MC_STRICT": spec.logging.strict,
+        "MC_DEBUG": spec.logging.debug,
+        "MC_TIMED": spec.logging.timed,
+        "MC_FLUX_VIEW": spec.flux_view.path if spec.flux_view.enabled else None,
+        **_restful_api_settings(spec),
+    }
+    env: list[dict[str, Any]] = [
+        {"name": key, "value": rules.text(value)} for key, value in settings.items() if value is not None
+    ]
+    return env + _restful_api_credentials(spec)
+
+
+def _restful_api_settings(spec: MiniClusterSpec) -> dict[str, object | None]:
+    api = spec.restful_api
+    if not api.enabled:
+        return {}
+    return {
+        "MC_RESTFUL_PORT": api.port,
+        "MC_RESTFUL_DIR": api.install_dir,
+        "MC_RESTFUL_REPOSITORY": api.repository,
+        "MC_RESTFUL_BRANCH": api.branch,
+        # The server's own settings (flux-restful-api reads these).
+        "FLUX_AUTH_BACKEND": "shared-secret",
+        "FLUX_REQUIRE_AUTH": "true",  # the same, for releases before FLUX_AUTH_BACKEND
+        "FLUX_NUMBER_NODES": spec.size,
+        "FLUX_OPTION_FLAGS": spec.option_flags,
+    }
+
+
+def _restful_api_credentials(spec: MiniClusterSpec) -> list[dict[str, Any]]:
+    """From the user's Secret, never from config: the credentials never enter Pulumi's state."""
+    api = spec.restful_api
+    if not api.enabled:
+        return []
+    keys = {"FLUX_USER": "user", "FLUX_TOKEN": "token", "FLUX_SECRET_KEY": "secret-key"}
+    return [
+        {"name": var, "valueFrom": {"secretKeyRef": {"name": api.secret_name, "key": key}}} for var, key in keys.items()
+    ]

@@ -1,0 +1,14 @@
+"""Where things are inside a broker pod: defined once, used by the builders (mounts, broker.toml,
+env vars for the entrypoint) and by the config checks (user volumes must not land on them)."""
+
+PREFIX = "/etc/minicluster"
+BROKER_CONFIG_DIR = f"{PREFIX}/broker"
+RUN_CONFIG_DIR = f"{PREFIX}/run"
+CURVE_DIR = f"{PREFIX}/curve"
+STATE_DIR = "/var/lib/minicluster"
+# Files the entrypoint writes in STATE_DIR and the broker reads through broker.toml.
+PRIVATE_CURVE_CERT = f"{STATE_DIR}/curve.cert"
+RESOURCE_FILE = f"{STATE_DIR}/R"
+LOCAL_URI = f"local://{STATE_DIR}/run/local"
+"""Where a process in a broker's container (`kubectl exec`) reaches that broker: set FLUX_URI to it."""
+RESERVED = (PREFIX, STATE_DIR)

@@ -1,0 +1,187 @@
+"""The broker pod: the Flux container, the sidecars, the flux-view init container, the volumes and
+the scheduling settings. Pure; the names of the objects it mounts are parameters (Outputs in Pulumi)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from components import paths
+from components.files import ENTRYPOINT_SCRIPT, entrypoint_env
+from components.names import BROKER_CONTAINER, labels
+from components.settings import ContainerSettings, Volume
+from components.spec import MiniClusterSpec
+
+Manifest = dict[str, Any]
+FLUX_VIEW = "flux-view"
+# The flux-view images hold Flux as a spack view under /opt/views/._view/<hash>, linked into
+# /opt/software: copy both into the shared volume (the entrypoint puts them to use).
+FLUX_VIEW_SCRIPT = r"""set -eu
+view=$(ls -d /opt/views/._view/* | head -n 1)
+mkdir -p "$MC_FLUX_VIEW/view"
+cp -R "$view"/. "$MC_FLUX_VIEW/view/"
+if [ -d /opt/software ]; then cp -R /opt/software "$MC_FLUX_VIEW/"; fi
+"""
+
+
+def broker_pod(
+    spec: MiniClusterSpec, *, service_name: Any, secret_name: Any, broker_config: Any, entrypoint: Any
+) -> Manifest:
+    pod = spec.pod
+    template_spec: Manifest = {
+        "subdomain": service_name,
+        # The broker matches its short hostname against the hostlist: never the FQDN.
+        "setHostnameAsFQDN": False,
+        "restartPolicy": pod.restart_policy,
+        "containers": [flux_container(spec), *(sidecar(spec, index) for index in range(len(spec.containers)))],
+        "volumes": _volumes(spec, secret_name, broker_config, entrypoint),
+        **_scheduling(spec),
+    }
+    if spec.flux_view.enabled:
+        template_spec["initContainers"] = [flux_view_init_container(spec)]
+    metadata: Manifest = {"labels": {**pod.labels, **labels(spec, "broker")}}
+    if pod.annotations:
+        metadata["annotations"] = dict(pod.annotations)
+    return {"metadata": metadata, "spec": template_spec}
+
+
+def flux_container(spec: MiniClusterSpec) -> Manifest:
+    ports = [{"name": "flux-overlay", "containerPort": spec.port, "protocol": "TCP"}]
+    if spec.restful_api.enabled:
+        ports.append({"name": "restful-api", "containerPort": spec.restful_api.port, "protocol": "TCP"})
+    return {
+        "name": BROKER_CONTAINER,
+        "image": spec.image,
+        "command": ["/bin/bash", f"{paths.RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}"],
+        **container_settings(spec, extra_env=entrypoint_env(spec), ports=ports),
+        "volumeMounts": [*_own_mounts(spec), *_user_mounts(spec, list(spec.volumes))],
+    }
+
+
+def sidecar(spec: MiniClusterSpec, index: int) -> Manifest:
+    settings = spec.containers[index]
+    container: Manifest = {"name": settings.name, "image": settings.image}
+    if settings.command is not None:
+        container["command"] = list(settings.command)
+    if settings.args is not None:
+        container["args"] = list(settings.args)
+    container.update(container_settings(settings))
+    mounts = _user_mounts(spec, settings.volumes)
+    return {**container, "volumeMounts": mounts} if mounts else container
+
+
+def container_settings(
+    settings: ContainerSettings, extra_env: list[Manifest] | None = None, ports: list[Manifest] | None = None
+) -> Manifest:
+    """The fields every container takes from its ContainerSettings (the Flux container and sidecars)."""
+    env = [
+        *(extra_env or []),
+        *({"name": name, "value": value} for name, value in settings.environment.items()),
+        *(
+            {"name": name, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
+            for name, ref in settings.environment_from_secrets.items()
+        ),
+    ]
+    all_ports = [*(ports or []), *({"containerPort": port, "protocol": "TCP"} for port in settings.ports)]
+    resources = {kind: dict(amounts) for kind, amounts in settings.resources.model_dump().items() if amounts}
+    lifecycle = {
+        hook: {"exec": {"command": ["/bin/sh", "-c", command]}}
+        for hook, command in (("postStart", settings.lifecycle.post_start), ("preStop", settings.lifecycle.pre_stop))
+        if command
+    }
+    optional = {
+        "workingDir": settings.working_dir,
+        "env": env,
+        "ports": all_ports,
+        "resources": resources,
+        "imagePullPolicy": settings.image_pull_policy,
+        "securityContext": settings.security_context,
+        "lifecycle": lifecycle,
+    }
+    return {key: value for key, value in optional.items() if value}
+
+
+def flux_view_init_container(spec: MiniClusterSpec) -> Manifest:
+    return {
+        "name": FLUX_VIEW,
+        "image": spec.flux_view.image,
+        "command": ["/bin/sh", "-c", FLUX_VIEW_SCRIPT],
+        "env": [{"name": "MC_FLUX_VIEW", "value": spec.flux_view.path}],
+        "volumeMounts": [{"name": FLUX_VIEW, "mountPath": spec.flux_view.path}],
+    }
+
+
+def _own_mounts(spec: MiniClusterSpec) -> list[Manifest]:
+    mounts: list[Manifest] = [
+        {"name": "broker-config", "mountPath": paths.BROKER_CONFIG_DIR, "readOnly": True},
+        {"name": "run-config", "mountPath": paths.RUN_CONFIG_DIR, "readOnly": True},
+        {"name": "curve-certificate", "mountPath": paths.CURVE_DIR, "readOnly": True},
+        {"name": "state", "mountPath": paths.STATE_DIR},
+    ]
+    if spec.flux_view.enabled:
+        mounts.append({"name": FLUX_VIEW, "mountPath": spec.flux_view.path})
+    return mounts
+
+
+def _user_mounts(spec: MiniClusterSpec, names: list[str]) -> list[Manifest]:
+    mounts = []
+    for name in names:
+        volume = spec.volumes[name]
+        mount: Manifest = {"name": name, "mountPath": volume.path}
+        if volume.read_only:
+            mount["readOnly"] = True
+        mounts.append(mount)
+    return mounts
+
+
+def _volumes(spec: MiniClusterSpec, secret_name: Any, broker_config: Any, entrypoint: Any) -> list[Manifest]:
+    volumes: list[Manifest] = [
+        {"name": "broker-config", "configMap": {"name": broker_config}},
+        {"name": "run-config", "configMap": {"name": entrypoint}},
+        {"name": "curve-certificate", "secret": {"secretName": secret_name, "defaultMode": 0o400}},
+        {"name": "state", "emptyDir": {}},
+    ]
+    if spec.flux_view.enabled:
+        volumes.append({"name": FLUX_VIEW, "emptyDir": {}})
+    return volumes + [{"name": name, **volume_source(volume)} for name, volume in spec.volumes.items()]
+
+
+def volume_source(volume: Volume) -> Manifest:
+    if volume.claim_name is not None:
+        return {"persistentVolumeClaim": {"claimName": volume.claim_name, "readOnly": volume.read_only}}
+    if volume.host_path is not None:
+        return {"hostPath": {"path": volume.host_path}}
+    if volume.config_map is not None:
+        return {"configMap": {"name": volume.config_map}}
+    if volume.secret is not None:
+        return {"secret": {"secretName": volume.secret}}
+    assert volume.empty_dir is not None  # the model allows exactly one source
+    empty_dir = {"medium": volume.empty_dir.medium, "sizeLimit": volume.empty_dir.size_limit}
+    return {"emptyDir": {key: value for key, value in empty_dir.items() if value}}
+
+
+def _scheduling(spec: MiniClusterSpec) -> Manifest:
+    pod = spec.pod
+    optional = {
+        "nodeSelector": dict(pod.node_selector),
+        "tolerations": list(pod.tolerations),
+        "affinity": _affinity(spec),
+        "serviceAccountName": pod.service_account_name,
+        "automountServiceAccountToken": pod.automount_service_account_token,
+        "runtimeClassName": pod.runtime_class_name,
+        "schedulerName": pod.scheduler_name,
+        "priorityClassName": pod.priority_class_name,
+        "dnsPolicy": pod.dns_policy,
+        "imagePullSecrets": [{"name": name} for name in pod.image_pull_secrets],
+    }
+    return {key: value for key, value in optional.items() if value is not None and value != [] and value != {}}
+
+
+def _affinity(spec: MiniClusterSpec) -> Manifest | None:
+    affinity = dict(spec.pod.affinity or {})
+    if spec.pod.one_pod_per_node:
+        affinity["podAntiAffinity"] = {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": labels(spec, "broker")}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    return affinity or None

@@ -1,0 +1,102 @@
+"""Kubernetes' and Flux's rules for names and values, as checks that raise ValueError naming the rule.
+
+Pure. The config models call these, so a value the API server or a broker would refuse is refused
+at `pulumi preview`, with the rule in the message.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+DNS_LABEL_MAX = 63
+DNS_NAME_MAX = 253
+
+DNS_1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+DNS_1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+DNS_1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# An OCI image reference: [registry[:port]/]path[:tag][@digest], lower-case path components.
+IMAGE_REFERENCE = re.compile(
+    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?"
+    r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+)
+# Flux Standard Duration, as tbon.connect_timeout takes it.
+FLUX_DURATION = re.compile(r"^[0-9]+(\.[0-9]+)?(ms|s|m|h|d)?$")
+TBON_TOPOLOGY = re.compile(r"^(kary:[1-9][0-9]*|binomial|mincrit(:[1-9][0-9]*)?)$")
+NETWORK_INTERFACE = re.compile(r"^(\*|[A-Za-z0-9][A-Za-z0-9_.:-]{0,14}|[0-9]{1,3}(\.[0-9]{1,3}){3})$")
+# Env var names (C identifiers plus '-' and '.'), resource names (optionally domain-prefixed, e.g.
+# nvidia.com/gpu), non-negative quantities (100m, 4Gi, 1.5, 2e3), label keys and values.
+ENV_VAR_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+RESOURCE_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$")
+QUANTITY = re.compile(r"^\+?([0-9]+(\.[0-9]*)?|\.[0-9]+)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$")
+QUALIFIED_NAME = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]{0,61})?[A-Za-z0-9])?$")
+RESERVED_ENV_PREFIX = "MC_"
+
+
+def label(value: str, pattern: re.Pattern[str], kind: str) -> str:
+    if len(value) > DNS_LABEL_MAX:
+        raise ValueError(f"must be {kind} of at most {DNS_LABEL_MAX} characters (it has {len(value)})")
+    if not pattern.match(value):
+        start = "a letter" if pattern is DNS_1035_LABEL else "a letter or digit"
+        raise ValueError(f"must be {kind}: lower-case letters, digits and '-', starting with {start}")
+    return value
+
+
+def subdomain(value: str) -> str:
+    if len(value) > DNS_NAME_MAX or not DNS_1123_SUBDOMAIN.match(value):
+        raise ValueError(f"{value!r} must be a DNS name: lower-case letters, digits, '-' and '.'")
+    return value
+
+
+def image(value: str) -> str:
+    if not IMAGE_REFERENCE.match(value):
+        raise ValueError("must be an image reference like registry/path:tag")
+    return value
+
+
+def absolute_path(value: str) -> str:
+    if not value.startswith("/"):
+        raise ValueError("must be an absolute path")
+    return value
+
+
+def quantities(value: Mapping[str, str | int | float]) -> dict[str, str]:
+    for name, quantity in value.items():
+        if not RESOURCE_NAME.match(name):
+            raise ValueError(f"{name!r} is not a resource name (cpu, memory, nvidia.com/gpu, ...)")
+        if not QUANTITY.match(str(quantity)):
+            raise ValueError(f"{name}: {quantity!r} is not a Kubernetes quantity (like 500m, 4, 8Gi)")
+    return {name: str(quantity) for name, quantity in value.items()}
+
+
+def env_names(names: list[str]) -> None:
+    for name in names:
+        if not ENV_VAR_NAME.match(name):
+            raise ValueError(f"{name!r} is not a valid environment variable name")
+        if name.startswith(RESERVED_ENV_PREFIX):
+            raise ValueError(f"{name!r}: names starting {RESERVED_ENV_PREFIX} are reserved for the entrypoint")
+
+
+def labels(value: Mapping[str, str], reserved_prefix: str | None = None) -> dict[str, str]:
+    for key, item in value.items():
+        if not QUALIFIED_NAME.match(key):
+            raise ValueError(f"{key!r} is not a valid label key")
+        if reserved_prefix and key.startswith(reserved_prefix):
+            raise ValueError(f"{key!r}: keys starting {reserved_prefix} are set by the MiniCluster itself")
+        if not LABEL_VALUE.match(str(item)):
+            raise ValueError(f"{key}: {item!r} is not a valid label value (at most 63 of [A-Za-z0-9-_.])")
+    return {key: str(item) for key, item in value.items()}
+
+
+def annotation_keys(value: Mapping[str, str]) -> dict[str, str]:
+    for key in value:
+        if not QUALIFIED_NAME.match(key):
+            raise ValueError(f"{key!r} is not a valid annotation key")
+    return {key: str(item) for key, item in value.items()}
+
+
+def text(value: object) -> str:
+    """Env values and the like: YAML numbers and booleans as the text a shell would see."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
