@@ -13,6 +13,7 @@ import json
 import re
 import shlex
 import tomllib
+import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -468,27 +469,50 @@ def _is_text_field(field_name: str) -> bool:
 def _describe(error: ValidationError) -> list[str]:
     problems = []
     for item in error.errors(include_url=False):
-        loc = [str(part) for part in item["loc"]]
+        loc = list(item["loc"])
         message = item["msg"].removeprefix("Value error, ")
         if not loc:  # a rule across fields: its message names its keys already
             problems.extend(message.split("\n"))
-            continue
-        key = f"{NAMESPACE}:{'.'.join(loc)}"
-        if item["type"] == "extra_forbidden":
+        elif item["type"] == "extra_forbidden":
             problems.append(_nested_unknown_key(loc))
-            continue
-        shown = "" if loc[0] in {to_camel(f) for f in SECRET_FIELDS} else f" (got {item.get('input')!r})"
-        problems.append(f"{key}: {message}{shown}")
+        else:
+            shown = "" if loc[0] in {to_camel(f) for f in SECRET_FIELDS} else f" (got {item.get('input')!r})"
+            problems.append(f"{NAMESPACE}:{_key_path(loc)}: {message}{shown}")
     return problems
 
 
-def _nested_unknown_key(loc: list[str]) -> str:
+def _key_path(loc: list[Any]) -> str:
+    """The key as users write it: list positions in brackets (containers[0].image)."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f"{'.' if path else ''}{part}"
+    return path
+
+
+def _nested_unknown_key(loc: list[Any]) -> str:
+    """Suggest the nearest key of the model the unknown one sits in (through lists and maps)."""
     model: type[BaseModel] = MiniClusterSpec
+    skip_next = False
     for part in loc[:-1]:
-        field = model.model_fields.get(config_keys(model).get(part, part))
-        if field is None or not (isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)):
+        if skip_next:  # a list position or a map key
+            skip_next = False
+            continue
+        field = model.model_fields.get(config_keys(model).get(str(part), str(part)))
+        nested, skip_next = _nested_model(field.annotation if field else None)
+        if nested is None:
             break
-        model = field.annotation
-    near = difflib.get_close_matches(loc[-1], list(config_keys(model)), n=1, cutoff=0.6)
-    hint = f"; did you mean {NAMESPACE}:{'.'.join([*loc[:-1], near[0]])}?" if near else ""
-    return f"{NAMESPACE}:{'.'.join(loc)}: unknown config key{hint}"
+        model = nested
+    near = difflib.get_close_matches(str(loc[-1]), list(config_keys(model)), n=1, cutoff=0.6)
+    hint = f"; did you mean {NAMESPACE}:{_key_path([*loc[:-1], near[0]])}?" if near else ""
+    return f"{NAMESPACE}:{_key_path(loc)}: unknown config key{hint}"
+
+
+def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
+    """The model a field holds, and whether a list position or map key comes before its keys."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation, False
+    args = typing.get_args(annotation)
+    inner = args[-1] if typing.get_origin(annotation) in (list, dict) and args else None
+    if isinstance(inner, type) and issubclass(inner, BaseModel):
+        return inner, True
+    return None, False

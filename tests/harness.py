@@ -42,6 +42,8 @@ class Deployment:
     secret_outputs: set[str] = field(default_factory=set)
     registrations: dict[str, tuple[str | None, str]] = field(default_factory=dict)
     """Resource name -> (parent URN, own URN); the names in this program are unique."""
+    options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Resource name -> the resource options the engine was sent."""
 
     def parent(self, resource: Registered) -> str | None:
         return self.registrations[resource.name][0]
@@ -94,6 +96,11 @@ class RecordingMonitor(mocks.MockMonitor):
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         self.deployment.registrations[request.name] = (request.parent or None, response.urn)
+        self.deployment.options[request.name] = {
+            "ignoreChanges": list(request.ignoreChanges),
+            "replaceOnChanges": list(request.replaceOnChanges),
+            "deleteBeforeReplace": request.deleteBeforeReplace,
+        }
         return response
 
 

@@ -61,7 +61,8 @@ class Pods:
             for name, text in files.items():
                 (directory / name).write_text(text)
         (curve_dir / manifests.CURVE_CERT_KEY).chmod(0o444)  # Secret mounts are read-only
-        self.env = {item["name"]: item["value"] for item in manifests.entrypoint_env(self.spec)}
+        self.env = {item["name"]: item["value"] for item in manifests.entrypoint_env(self.spec) if "value" in item}
+        self.bin = install_standins(tmp / "bin")
         self.env.update(
             MC_RUN_CONFIG_DIR=str(run_dir),
             MC_BROKER_CONFIG_DIR=str(broker_dir),
@@ -77,7 +78,7 @@ class Pods:
         log = self.tmp / f"calls-{rank}-{len(list(self.tmp.glob('calls-*')))}.jsonl"
         state = self.tmp / f"state-{rank}"
         process_env = {
-            "PATH": f"{STANDINS}:{os.environ['PATH']}",
+            "PATH": f"{self.bin}:{os.environ['PATH']}",
             "HOME": str(self.tmp),
             **self.env,
             "MC_STATE_DIR": str(state),
@@ -87,8 +88,9 @@ class Pods:
             **env,
         }
         process = subprocess.Popen(
-            ["bash", str(SCRIPT), *args], env=process_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True
-        )
+            ["bash", str(SCRIPT), *args], env=process_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
+            cwd=self.tmp,
+        )  # fmt: skip
         return process, log
 
     @staticmethod
@@ -99,6 +101,22 @@ class Pods:
         sleeps_file = Path(f"{log}.sleep")
         sleeps = sleeps_file.read_text().splitlines() if sleeps_file.exists() else []
         return Run(process.returncode, stderr, calls, sleeps)
+
+
+def install_standins(bin_dir: Path) -> Path:
+    """The stand-ins, run by this interpreter (so a test may shadow python3 itself)."""
+    bin_dir.mkdir()
+    for standin in STANDINS.iterdir():
+        text = standin.read_text().replace("#!/usr/bin/env python3", f"#!{sys.executable}", 1)
+        (bin_dir / standin.name).write_text(text)
+        (bin_dir / standin.name).chmod(0o755)
+    return bin_dir
+
+
+def recorder(path: Path, log: Path, then: str = "") -> None:
+    """A stand-in command that records its argv and working directory, then runs `then`."""
+    path.write_text(f'#!/bin/bash\nprintf "%s|%s\\n" "$PWD" "$*" >> {log}\n{then}\n')
+    path.chmod(0o755)
 
 
 def broker_options(pods: Pods, rank: int) -> list[str]:
@@ -193,8 +211,8 @@ def test_rank0_exits_with_the_commands_status(tmp_path: Path) -> None:
 def test_flux_location_is_configurable(tmp_path: Path) -> None:
     install = tmp_path / "opt" / "flux" / "bin"
     install.mkdir(parents=True)
-    shutil.copy(STANDINS / "flux", install / "flux")
     pods = Pods(tmp_path, fluxPath=str(install / "flux"))
+    shutil.move(pods.bin / "flux", install / "flux")
     run = pods.run(0)
     assert run.status == 0
     assert run.start[-6:] == [str(install / "flux"), "submit", "--watch", "-N4", "-n1", "hostname"]
@@ -355,3 +373,81 @@ def test_the_broker_socket_is_where_kubectl_exec_users_are_told_to_find_it(tmp_p
     pods = Pods(tmp_path)
     expected = manifests.LOCAL_URI.replace(manifests.STATE_DIR, str(tmp_path / "state-1"))
     assert f"-Slocal-uri={expected}" in pods.run(1).start
+
+
+# -- flux view ------------------------------------------------------------------------------------
+
+
+def test_flux_from_the_view_is_used_when_the_image_has_none(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, fluxView={"enabled": True})
+    view = tmp_path / "mnt-flux"
+    (view / "view" / "bin").mkdir(parents=True)
+    (view / "view" / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
+    shutil.move(pods.bin / "flux", view / "view" / "bin" / "flux")  # only the view has flux now
+    run = pods.run(1, MC_FLUX_VIEW=str(view))
+    assert run.status == 0
+    (start,) = [call for call in run.calls if call["argv"][0] == "start"]
+    assert start["env"]["PATH"].endswith(f":{view}/view/bin")  # after the image's own PATH
+    assert start["env"]["LD_LIBRARY_PATH"].endswith(f"{view}/view/lib")
+    assert start["env"]["PYTHONPATH"].endswith(f"{view}/view/lib/python3.11/site-packages")
+
+
+def test_without_the_view_no_paths_are_added(tmp_path: Path) -> None:
+    (start,) = [call for call in Pods(tmp_path).run(1).calls if call["argv"][0] == "start"]
+    assert "LD_LIBRARY_PATH" not in start["env"] or "/view/lib" not in start["env"]["LD_LIBRARY_PATH"]
+    assert "/view/bin" not in start["env"]["PATH"]
+
+
+# -- RESTful API ----------------------------------------------------------------------------------
+
+API = {"restfulApi": {"enabled": True, "secretName": "creds", "port": 5001}, "command": None}
+
+
+def test_rank0_runs_the_restful_api_as_the_instances_program(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, **API)
+    assert pods.run(0).start == ["start", *broker_options(pods, 0), "bash", str(SCRIPT), "--in-instance"]
+
+
+def test_workers_of_an_api_cluster_are_plain_brokers(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, **API)
+    assert pods.run(2).start == ["start", *broker_options(pods, 2)]
+
+
+def api_run(tmp_path: Path, installed: bool) -> tuple[Run, list[str], list[str]]:
+    pods = Pods(tmp_path, **API)
+    code = tmp_path / "code"
+    if installed:
+        (code / "app").mkdir(parents=True)
+        (code / "app" / "main.py").write_text("")
+    git_log, python_log = tmp_path / "git.log", tmp_path / "python.log"
+    # The stand-in git "clones" by creating the app; python3 records, and reports its signing key.
+    recorder(pods.bin / "git", git_log, then='mkdir -p "${!#}/app" && touch "${!#}/app/main.py"')
+    recorder(pods.bin / "python3", python_log, then='echo "key:${#FLUX_TOKEN_SIGNING_KEY}" >> ' + str(python_log))
+    (tmp_path / "state-0").mkdir()
+    run = pods.run(0, "--in-instance", MC_RESTFUL_DIR=str(code))
+    git = git_log.read_text().splitlines() if git_log.exists() else []
+    return run, git, python_log.read_text().splitlines()
+
+
+def test_the_api_is_installed_when_the_image_lacks_it_then_started(tmp_path: Path) -> None:
+    run, git, python = api_run(tmp_path, installed=False)
+    code = tmp_path / "code"
+    assert git == [
+        f"{tmp_path}|clone --quiet --depth 1 --branch main https://github.com/flux-framework/flux-restful-api {code}"
+    ]
+    assert python == [
+        f"{tmp_path}|-m pip install --quiet -r {code}/requirements.txt",
+        "key:0",  # the token-signing key is made for the server only, after the install
+        f"{code}|app/db/init_db.py init",
+        "key:64",
+        f"{code}|-m uvicorn app.main:app --host=0.0.0.0 --port=5001",
+        "key:64",
+    ]
+    assert run.status == 0
+    assert "the Flux RESTful API listens on port 5001" in run.stderr
+
+
+def test_an_installed_api_is_started_without_cloning(tmp_path: Path) -> None:
+    _, git, python = api_run(tmp_path, installed=True)
+    assert git == []
+    assert python[-2].endswith("|-m uvicorn app.main:app --host=0.0.0.0 --port=5001")

@@ -25,15 +25,94 @@ EXAMPLES: dict[str, dict[str, Any]] = {
     "batch": config(mode="batch", command="echo a\necho b", submitFlags=["--exclusive"]),
     "interactive-elastic": config(mode="interactive", size=2, maxSize=16, minSize=1, topology="kary:4"),
     "everything-else": config(
-        name="lammps", namespace="hpc", serviceName="lammps-net", size=64, tasks=256, fluxPath="/opt/flux/bin/flux",
-        networkInterface="*", clusterDomain="corp.example", port=9050, logLevel=7, connectTimeout="2s",
-        workerRetries=20, backoffLimit=2, jobTimeout=7200, keygen="local", keygenImage="fluxrm/flux-core:noble",
-        keygenTimeout=120, certificateRotation=2, environment={"OMP_NUM_THREADS": 4, "FLUX_DEBUG": True},
+        name="lammps",
+        namespace="hpc",
+        serviceName="lammps-net",
+        size=64,
+        tasks=256,
+        fluxPath="/opt/flux/bin/flux",
+        networkInterface="*",
+        clusterDomain="corp.example",
+        port=9050,
+        logLevel=7,
+        connectTimeout="2s",
+        workerRetries=20,
+        backoffLimit=2,
+        jobTimeout=7200,
+        keygen="local",
+        keygenImage="fluxrm/flux-core:noble",
+        keygenTimeout=120,
+        certificateRotation=2,
+        environment={"OMP_NUM_THREADS": 4, "FLUX_DEBUG": True},
         resources={"requests": {"cpu": "3500m", "memory": "8Gi"}, "limits": {"memory": "8Gi", "nvidia.com/gpu": 1}},
         hooks={"init": "id", "pre": "env", "post": "echo done"},
         logging={"quiet": True, "strict": True, "debug": True, "timed": True},
     ),
-}  # fmt: skip
+    "operator-spec": config(
+        command=None,
+        containers=[
+            {
+                "name": "metrics",
+                "image": "ghcr.io/example/metrics:1.2",
+                "command": ["/bin/exporter"],
+                "args": ["-v"],
+                "environment": {"A": 1},
+                "environmentFromSecrets": {"KEY": {"name": "creds", "key": "k"}},
+                "resources": {"limits": {"memory": "128Mi"}},
+                "ports": [9100],
+                "imagePullPolicy": "Always",
+                "securityContext": {"runAsNonRoot": True},
+                "lifecycle": {"postStart": "true", "preStop": "sleep 1"},
+                "volumes": ["data", "shm"],
+            }
+        ],
+        volumes={
+            "data": {"path": "/data", "claimName": "shared", "readOnly": True},
+            "host": {"path": "/h", "hostPath": "/tmp"},
+            "inputs": {"path": "/inputs", "configMap": "inputs"},
+            "keys": {"path": "/keys", "secret": "keys"},
+            "shm": {"path": "/dev/shm", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}},
+        },
+        pod={
+            "labels": {"team": "hpc"},
+            "annotations": {"example.com/a": "b"},
+            "nodeSelector": {"pool": "hpc"},
+            "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "affinity": {
+                "nodeAffinity": {
+                    "preferredDuringSchedulingIgnoredDuringExecution": [
+                        {
+                            "weight": 1,
+                            "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+                        }
+                    ]
+                }
+            },
+            "onePodPerNode": True,
+            "serviceAccountName": "runner",
+            "automountServiceAccountToken": False,
+            "runtimeClassName": "nvidia",
+            "schedulerName": "volcano",
+            "priorityClassName": "high",
+            "restartPolicy": "OnFailure",
+            "dnsPolicy": "ClusterFirst",
+            "imagePullSecrets": ["registry"],
+        },
+        environmentFromSecrets={"LICENSE": {"name": "license", "key": "key"}},
+        ports=[7000],
+        imagePullPolicy="IfNotPresent",
+        securityContext={"capabilities": {"add": ["SYS_PTRACE"]}},
+        lifecycle={"preStop": "flux shutdown || true"},
+        deadlineSeconds=86400,
+        jobLabels={"kueue.x-k8s.io/queue-name": "q"},
+        suspend=True,
+        queuePolicy="easy",
+        brokerAttributes={"tbon.tcp_user_timeout": "2m"},
+        optionFlags="-ompi=openmpi@5",
+        fluxView={"enabled": True},
+        restfulApi={"enabled": True, "secretName": "api-creds", "port": 5001},
+    ),
+}
 
 
 def spec_of(raw: dict[str, Any]) -> MiniClusterSpec:

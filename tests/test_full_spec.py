@@ -1,0 +1,313 @@
+"""Every flux-operator setting, on mocks: where each one lands in the manifests (issue 7)."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+from tests.conftest import config
+from tests.harness import Deployment, deploy
+from tests.plain import plain
+
+JOB = "kubernetes:batch/v1:Job"
+SERVICE = "kubernetes:core/v1:Service"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
+
+
+def job_of(deployment: Deployment) -> dict[str, Any]:
+    return plain(deployment.one(JOB).inputs)  # type: ignore[no-any-return]
+
+
+def pod_of(deployment: Deployment) -> dict[str, Any]:
+    return job_of(deployment)["spec"]["template"]  # type: ignore[no-any-return]
+
+
+def containers(deployment: Deployment) -> dict[str, dict[str, Any]]:
+    return {c["name"]: c for c in pod_of(deployment)["spec"]["containers"]}
+
+
+def flux_container(**overrides: Any) -> dict[str, Any]:
+    return containers(deploy(config(**overrides)))["flux-broker"]
+
+
+def data(deployment: Deployment, resource_name: str) -> dict[str, str]:
+    (found,) = [r for r in deployment.of_type(CONFIG_MAP) if r.name == resource_name]
+    return plain(found.inputs["data"])  # type: ignore[no-any-return]
+
+
+# -- containers -----------------------------------------------------------------------------------
+
+SIDECAR = {
+    "name": "metrics",
+    "image": "ghcr.io/example/metrics:1.2",
+    "command": ["/bin/exporter"],
+    "args": ["--port", "9100"],
+    "environment": {"INTERVAL": 5},
+    "environmentFromSecrets": {"API_KEY": {"name": "metrics-creds", "key": "api-key"}},
+    "resources": {"limits": {"memory": "128Mi"}},
+    "ports": [9100],
+    "imagePullPolicy": "IfNotPresent",
+    "securityContext": {"runAsNonRoot": True},
+    "lifecycle": {"preStop": "sleep 2"},
+    "volumes": ["scratch"],
+}
+SCRATCH = {"scratch": {"path": "/scratch", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}}
+
+
+def test_a_sidecar_gets_every_container_setting() -> None:
+    sidecar = containers(deploy(config(containers=[SIDECAR], volumes=SCRATCH)))["metrics"]
+    assert sidecar == {
+        "name": "metrics",
+        "image": "ghcr.io/example/metrics:1.2",
+        "command": ["/bin/exporter"],
+        "args": ["--port", "9100"],
+        "env": [
+            {"name": "INTERVAL", "value": "5"},
+            {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "metrics-creds", "key": "api-key"}}},
+        ],
+        "resources": {"limits": {"memory": "128Mi"}},
+        "ports": [{"containerPort": 9100, "protocol": "TCP"}],
+        "imagePullPolicy": "IfNotPresent",
+        "securityContext": {"runAsNonRoot": True},
+        "lifecycle": {"preStop": {"exec": {"command": ["/bin/sh", "-c", "sleep 2"]}}},
+        "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}],
+    }
+
+
+def test_the_flux_container_comes_first_and_runs_the_entrypoint() -> None:
+    names = list(containers(deploy(config(containers=[SIDECAR], volumes=SCRATCH))))
+    assert names == ["flux-broker", "metrics"]
+
+
+def test_the_flux_container_takes_the_same_settings_as_top_level_keys() -> None:
+    container = flux_container(
+        environmentFromSecrets={"LICENSE": {"name": "app-license", "key": "key"}},
+        ports=[9999],
+        imagePullPolicy="Always",
+        securityContext={"capabilities": {"add": ["SYS_PTRACE"]}},
+        lifecycle={"postStart": "echo started"},
+    )
+    assert {"name": "LICENSE", "valueFrom": {"secretKeyRef": {"name": "app-license", "key": "key"}}} in container["env"]
+    assert container["ports"][1:] == [{"containerPort": 9999, "protocol": "TCP"}]
+    assert container["imagePullPolicy"] == "Always"
+    assert container["securityContext"] == {"capabilities": {"add": ["SYS_PTRACE"]}}
+    assert container["lifecycle"] == {"postStart": {"exec": {"command": ["/bin/sh", "-c", "echo started"]}}}
+
+
+# -- volumes --------------------------------------------------------------------------------------
+
+VOLUMES = {
+    "data": {"path": "/data", "claimName": "shared-data", "readOnly": True},
+    "host": {"path": "/host-tmp", "hostPath": "/tmp"},
+    "inputs": {"path": "/inputs", "configMap": "lammps-inputs"},
+    "keys": {"path": "/keys", "secret": "ssh-keys", "readOnly": True},
+    "shm": {"path": "/dev/shm", "emptyDir": {"medium": "Memory"}},
+}
+
+
+def test_every_volume_source_becomes_a_pod_volume_and_a_flux_container_mount() -> None:
+    deployment = deploy(config(volumes=VOLUMES))
+    volumes = {v["name"]: v for v in pod_of(deployment)["spec"]["volumes"]}
+    assert {name: {k: v for k, v in volumes[name].items() if k != "name"} for name in VOLUMES} == {
+        "data": {"persistentVolumeClaim": {"claimName": "shared-data", "readOnly": True}},
+        "host": {"hostPath": {"path": "/tmp"}},
+        "inputs": {"configMap": {"name": "lammps-inputs"}},
+        "keys": {"secret": {"secretName": "ssh-keys"}},
+        "shm": {"emptyDir": {"medium": "Memory"}},
+    }
+    mounts = containers(deployment)["flux-broker"]["volumeMounts"][4:]
+    assert mounts == [
+        {"name": "data", "mountPath": "/data", "readOnly": True},
+        {"name": "host", "mountPath": "/host-tmp"},
+        {"name": "inputs", "mountPath": "/inputs"},
+        {"name": "keys", "mountPath": "/keys", "readOnly": True},
+        {"name": "shm", "mountPath": "/dev/shm"},
+    ]
+
+
+def test_a_sidecar_mounts_only_the_volumes_it_names() -> None:
+    deployment = deploy(
+        config(volumes=VOLUMES, containers=[{"name": "side", "image": "busybox:1", "volumes": ["keys"]}])
+    )
+    assert containers(deployment)["side"]["volumeMounts"] == [{"name": "keys", "mountPath": "/keys", "readOnly": True}]
+
+
+# -- pod ------------------------------------------------------------------------------------------
+
+
+def test_pod_settings_land_in_the_pod_template() -> None:
+    pod = pod_of(
+        deploy(
+            config(
+                pod={
+                    "labels": {"team": "hpc"},
+                    "annotations": {"example.com/owner": "alice"},
+                    "nodeSelector": {"node.kubernetes.io/instance-type": "c2-standard-60"},
+                    "tolerations": [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}],
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
+                                ]
+                            }
+                        }
+                    },
+                    "serviceAccountName": "flux-runner",
+                    "automountServiceAccountToken": False,
+                    "runtimeClassName": "nvidia",
+                    "schedulerName": "volcano",
+                    "priorityClassName": "high",
+                    "dnsPolicy": "ClusterFirstWithHostNet",
+                    "imagePullSecrets": ["registry-creds"],
+                }
+            )
+        )
+    )
+    spec = pod["spec"]
+    assert pod["metadata"]["labels"]["team"] == "hpc"
+    assert pod["metadata"]["annotations"] == {"example.com/owner": "alice"}
+    assert spec["nodeSelector"] == {"node.kubernetes.io/instance-type": "c2-standard-60"}
+    assert spec["tolerations"] == [{"key": "gpu", "operator": "Exists", "effect": "NoSchedule"}]
+    assert list(spec["affinity"]) == ["nodeAffinity"]
+    assert (spec["serviceAccountName"], spec["automountServiceAccountToken"]) == ("flux-runner", False)
+    assert (spec["runtimeClassName"], spec["schedulerName"], spec["priorityClassName"]) == ("nvidia", "volcano", "high")
+    assert spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert spec["imagePullSecrets"] == [{"name": "registry-creds"}]
+
+
+def test_one_pod_per_node_is_a_required_anti_affinity_on_this_miniclusters_brokers() -> None:
+    affinity = pod_of(deploy(config(pod={"onePodPerNode": True})))["spec"]["affinity"]
+    (term,) = affinity["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert term["topologyKey"] == "kubernetes.io/hostname"
+    assert term["labelSelector"]["matchLabels"]["app.kubernetes.io/instance"] == "dev"
+    assert term["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "broker"
+
+
+def test_the_miniclusters_own_labels_are_kept_beside_the_users() -> None:
+    labels = pod_of(deploy(config(pod={"labels": {"team": "hpc"}})))["metadata"]["labels"]
+    assert labels["app.kubernetes.io/component"] == "broker" and labels["team"] == "hpc"
+
+
+def test_on_failure_restarts_in_place_and_drops_the_pod_failure_policy_that_needs_never() -> None:
+    job = job_of(deploy(config(pod={"restartPolicy": "OnFailure"})))
+    assert job["spec"]["template"]["spec"]["restartPolicy"] == "OnFailure"
+    assert "podFailurePolicy" not in job["spec"]
+
+
+# -- Job ------------------------------------------------------------------------------------------
+
+
+def test_job_deadline_labels_and_suspend() -> None:
+    deployment = deploy(config(deadlineSeconds=7200, jobLabels={"kueue.x-k8s.io/queue-name": "hpc"}, suspend=True))
+    job = job_of(deployment)
+    assert job["spec"]["activeDeadlineSeconds"] == 7200
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "hpc"
+    assert job["spec"]["suspend"] is True
+    assert deployment.options["dev-job"]["ignoreChanges"] == ["spec.suspend"]  # Kueue resumes it, Pulumi lets it
+
+
+def test_a_job_that_is_not_suspended_has_no_suspend_and_ignores_nothing() -> None:
+    deployment = deploy(config())
+    assert "suspend" not in job_of(deployment)["spec"]
+    assert deployment.options["dev-job"]["ignoreChanges"] == []
+
+
+def test_immutable_job_fields_replace_the_job_and_delete_it_first() -> None:
+    options = deploy(config()).options["dev-job"]
+    assert options["replaceOnChanges"] == ["spec.completionMode", "spec.successPolicy", "spec.podFailurePolicy"]
+    assert options["deleteBeforeReplace"] is True
+
+
+# -- Flux -----------------------------------------------------------------------------------------
+
+
+def test_queue_policy_goes_into_broker_toml() -> None:
+    broker = tomllib.loads(data(deploy(config(queuePolicy="easy")), "dev-broker-config")["broker.toml"])
+    assert broker["sched-fluxion-qmanager"] == {"queue-policy": "easy"}
+
+
+def test_broker_attributes_become_lines_for_the_entrypoint() -> None:
+    files = data(
+        deploy(config(brokerAttributes={"broker.rc1_path": "", "tbon.tcp_user_timeout": "2m"})), "dev-entrypoint"
+    )
+    assert files["broker.attributes"] == "broker.rc1_path=\ntbon.tcp_user_timeout=2m\n"
+
+
+def test_a_broker_config_replaces_the_generated_one_whole() -> None:
+    own = '[bootstrap]\ncurve_cert = "/var/lib/minicluster/curve.cert"\nhosts = [{ host = "dev-[0-3]" }]\n'
+    assert data(deploy(config(brokerConfig=own)), "dev-broker-config")["broker.toml"] == own
+
+
+def test_option_flags_are_split_and_added_after_submit_flags() -> None:
+    files = data(
+        deploy(config(submitFlags=["--exclusive"], optionFlags="-ompi=openmpi@5 -o cpu-affinity=per-task")),
+        "dev-entrypoint",
+    )
+    assert files["submit.flags"] == "--exclusive\n-ompi=openmpi@5\n-o\ncpu-affinity=per-task\n"
+
+
+# -- flux view ------------------------------------------------------------------------------------
+
+
+def test_flux_view_copies_flux_in_with_an_init_container_and_tells_the_entrypoint() -> None:
+    deployment = deploy(
+        config(fluxView={"enabled": True, "image": "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"})
+    )
+    spec = pod_of(deployment)["spec"]
+    (init,) = spec["initContainers"]
+    assert init["image"] == "ghcr.io/converged-computing/flux-view-ubuntu:tag-jammy"
+    assert "/opt/views/._view/" in init["command"][2]
+    assert init["volumeMounts"] == [{"name": "flux-view", "mountPath": "/mnt/flux"}]
+    assert {"name": "flux-view", "emptyDir": {}} in spec["volumes"]
+    broker = containers(deployment)["flux-broker"]
+    assert {"name": "flux-view", "mountPath": "/mnt/flux"} in broker["volumeMounts"]
+    assert {"name": "MC_FLUX_VIEW", "value": "/mnt/flux"} in broker["env"]
+
+
+def test_flux_view_serves_the_keygen_pod_too() -> None:
+    keygen = deploy(config(fluxView={"enabled": True})).one("pulumi-python:dynamic/minicluster:CurveCertificate")
+    pod = keygen.inputs["pod"]["spec"]
+    assert pod["initContainers"][0]["image"] == "ghcr.io/converged-computing/flux-view-rocky:tag-9"
+    assert {"name": "MC_FLUX_VIEW", "value": "/mnt/flux"} in pod["containers"][0]["env"]
+
+
+def test_without_flux_view_there_is_no_init_container() -> None:
+    assert "initContainers" not in pod_of(deploy(config()))["spec"]
+
+
+# -- RESTful API ----------------------------------------------------------------------------------
+
+API = {"restfulApi": {"enabled": True, "secretName": "flux-api-creds"}, "command": None}
+
+
+def test_restful_api_gets_a_service_on_rank0_only() -> None:
+    deployment = deploy(config(**API))
+    api = next(plain(s.inputs) for s in deployment.of_type(SERVICE) if s.name == "dev-api")
+    assert api["metadata"]["name"] == "dev-api"
+    assert api["spec"]["selector"]["batch.kubernetes.io/job-completion-index"] == "0"
+    assert api["spec"]["selector"]["app.kubernetes.io/component"] == "broker"
+    assert api["spec"]["ports"] == [{"name": "restful-api", "port": 5000, "targetPort": 5000, "protocol": "TCP"}]
+    assert deployment.outputs["apiServiceName"] == "dev-api"
+
+
+def test_restful_api_credentials_come_from_the_users_secret_only() -> None:
+    env = {e["name"]: e for e in flux_container(**API)["env"]}
+    assert env["FLUX_USER"]["valueFrom"] == {"secretKeyRef": {"name": "flux-api-creds", "key": "user"}}
+    assert env["FLUX_TOKEN"]["valueFrom"] == {"secretKeyRef": {"name": "flux-api-creds", "key": "token"}}
+    assert env["FLUX_SECRET_KEY"]["valueFrom"] == {"secretKeyRef": {"name": "flux-api-creds", "key": "secret-key"}}
+    assert (env["FLUX_AUTH_BACKEND"]["value"], env["MC_RESTFUL_PORT"]["value"]) == ("shared-secret", "5000")
+
+
+def test_restful_api_port_is_declared_on_the_container_and_pulumi_waits_for_ready_pods() -> None:
+    deployment = deploy(config(**API))
+    assert {"name": "restful-api", "containerPort": 5000, "protocol": "TCP"} in containers(deployment)["flux-broker"][
+        "ports"
+    ]
+    assert job_of(deployment)["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.ready}=4"
+
+
+def test_without_the_api_there_is_no_api_service_or_output() -> None:
+    deployment = deploy(config())
+    assert [s.name for s in deployment.of_type(SERVICE)] == ["dev-service"]
+    assert "apiServiceName" not in deployment.outputs
