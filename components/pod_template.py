@@ -32,12 +32,16 @@ def broker_pod(
         # The broker matches its short hostname against the hostlist: never the FQDN.
         "setHostnameAsFQDN": False,
         "restartPolicy": pod.restart_policy,
-        "containers": [flux_container(spec), *(sidecar(spec, index) for index in range(len(spec.containers)))],
+        "containers": [flux_container(spec)],
         "volumes": _volumes(spec, secret_name, broker_config, entrypoint),
         **_scheduling(spec),
     }
-    if spec.flux_view.enabled:
-        template_spec["initContainers"] = [flux_view_init_container(spec)]
+    # The flux view is copied first; sidecars are native sidecars (init containers that keep running):
+    # they start before the broker and are stopped when it exits, so a Job with a command completes.
+    init = [flux_view_init_container(spec)] if spec.flux_view.enabled else []
+    init += [sidecar(spec, index) for index in range(len(spec.containers))]
+    if init:
+        template_spec["initContainers"] = init
     metadata: Manifest = {"labels": {**pod.labels, **labels(spec, "broker")}}
     if pod.annotations:
         metadata["annotations"] = dict(pod.annotations)
@@ -59,7 +63,7 @@ def flux_container(spec: MiniClusterSpec) -> Manifest:
 
 def sidecar(spec: MiniClusterSpec, index: int) -> Manifest:
     settings = spec.containers[index]
-    container: Manifest = {"name": settings.name, "image": settings.image}
+    container: Manifest = {"name": settings.name, "image": settings.image, "restartPolicy": "Always"}
     if settings.command is not None:
         container["command"] = list(settings.command)
     if settings.args is not None:

@@ -137,7 +137,8 @@ class ContainerSettings(Model):
 
 
 class Sidecar(ContainerSettings):
-    """A container that runs alongside the Flux container in every broker pod."""
+    """A container that runs alongside the Flux container in every broker pod, as a Kubernetes native
+    sidecar: it starts first and is stopped when the Flux container exits, so the Job can complete."""
 
     name: str
     """Container name (DNS-1123 label), unique within the pod."""

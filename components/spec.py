@@ -124,7 +124,8 @@ class MiniClusterSpec(ContainerSettings):
     logging: Logging = Field(default_factory=Logging)
     """Entrypoint logging: quiet, strict, debug, timed."""
     containers: list[Sidecar] = Field(default_factory=list)
-    """Containers that run alongside the Flux container in every pod (sidecars)."""
+    """Containers that run alongside the Flux container in every pod: native sidecars, started first and
+    stopped when the Flux container exits."""
     volumes: dict[str, Volume] = Field(default_factory=dict)
     """Volumes by name (DNS-1123 label), mounted into the Flux container: PVCs, hostPath, ConfigMap,
     Secret or emptyDir."""

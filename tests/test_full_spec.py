@@ -23,7 +23,9 @@ def pod_of(deployment: Deployment) -> dict[str, Any]:
 
 
 def containers(deployment: Deployment) -> dict[str, dict[str, Any]]:
-    return {c["name"]: c for c in pod_of(deployment)["spec"]["containers"]}
+    """Every container of the broker pod by name: the Flux container, then init containers and sidecars."""
+    spec = pod_of(deployment)["spec"]
+    return {c["name"]: c for c in [*spec["containers"], *spec.get("initContainers", [])]}
 
 
 def flux_container(**overrides: Any) -> dict[str, Any]:
@@ -59,6 +61,7 @@ def test_a_sidecar_gets_every_container_setting() -> None:
     assert sidecar == {
         "name": "metrics",
         "image": "ghcr.io/example/metrics:1.2",
+        "restartPolicy": "Always",
         "command": ["/bin/exporter"],
         "args": ["--port", "9100"],
         "env": [
@@ -74,9 +77,13 @@ def test_a_sidecar_gets_every_container_setting() -> None:
     }
 
 
-def test_the_flux_container_comes_first_and_runs_the_entrypoint() -> None:
-    names = list(containers(deploy(config(containers=[SIDECAR], volumes=SCRATCH))))
-    assert names == ["flux-broker", "metrics"]
+def test_sidecars_are_native_sidecars_so_a_job_with_a_command_still_completes() -> None:
+    spec = pod_of(deploy(config(containers=[SIDECAR], volumes=SCRATCH, fluxView={"enabled": True})))["spec"]
+    assert [c["name"] for c in spec["containers"]] == ["flux-broker"]
+    assert [(c["name"], c.get("restartPolicy")) for c in spec["initContainers"]] == [
+        ("flux-view", None),  # runs to completion first: the view must be there before anything uses it
+        ("metrics", "Always"),
+    ]
 
 
 def test_the_flux_container_takes_the_same_settings_as_top_level_keys() -> None:
