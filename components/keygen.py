@@ -62,17 +62,12 @@ class LocalKeygenProvider(_StableCertificateProvider):
 
 
 def _core_api(context: str | None) -> Any:
-    """A client for the same cluster as the Kubernetes provider: the kubeconfig (KUBECONFIG or
-    ~/.kube/config) with the `kubernetes:context` stack setting, or the in-cluster account."""
-    from kubernetes import client, config
+    """A client for the same cluster as the Kubernetes provider (the `kubernetes:context` setting)."""
+    from kubernetes import client
 
-    try:
-        config.load_kube_config(context=context)  # type: ignore[no-untyped-call]
-    except config.ConfigException:
-        try:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except config.ConfigException as error:
-            raise RuntimeError(f"no usable kubeconfig or in-cluster account: {error}") from None
+    from components.kube import load_config
+
+    load_config(context)
     return client.CoreV1Api()
 
 

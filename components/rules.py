@@ -62,6 +62,14 @@ def absolute_path(value: str) -> str:
     return value
 
 
+def clear_of(path: str, reserved: tuple[str, ...]) -> str:
+    """A mount path that neither hides nor lands inside one of the `reserved` directories."""
+    for own in reserved:
+        if path == own or path.startswith(own + "/") or own.startswith(path.rstrip("/") + "/"):
+            raise ValueError(f"{path} overlaps {own}, where the MiniCluster mounts its own files")
+    return path
+
+
 def quantities(value: Mapping[str, str | int | float]) -> dict[str, str]:
     for name, quantity in value.items():
         if not RESOURCE_NAME.match(name):

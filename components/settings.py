@@ -214,10 +214,7 @@ class Volume(Model):
     @field_validator("path")
     @classmethod
     def _not_ours(cls, value: str) -> str:
-        for reserved in paths.RESERVED:
-            if value == reserved or value.startswith(reserved + "/") or reserved.startswith(value.rstrip("/") + "/"):
-                raise ValueError(f"{value} overlaps {reserved}, where the MiniCluster mounts its own files")
-        return value
+        return rules.clear_of(value, paths.RESERVED)
 
     @field_validator("claim_name", "config_map", "secret")
     @classmethod
@@ -318,7 +315,7 @@ class FluxView(Model):
     @field_validator("path")
     @classmethod
     def _path(cls, value: str) -> str:
-        return Volume._not_ours(rules.absolute_path(value))
+        return rules.clear_of(rules.absolute_path(value), paths.RESERVED)
 
 
 class RestfulApi(Model):

@@ -29,7 +29,7 @@ from rich.table import Table
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from components import stack_file
+from components import kube, stack_file
 from components.manifests import BROKER_CONTAINER, LOCAL_URI, labels
 from components.spec import ConfigError, MiniClusterSpec
 
@@ -269,15 +269,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 
 def connect(context: str | None) -> Apis:
-    from kubernetes import client, config
+    from kubernetes import client
 
     try:
-        config.load_kube_config(context=context)  # type: ignore[no-untyped-call]
-    except config.ConfigException:
-        try:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except config.ConfigException as error:
-            raise NotFound(f"no usable kubeconfig: {error}") from None
+        kube.load_config(context)
+    except kube.NoCluster as error:
+        raise NotFound(str(error)) from None
     return Apis(client.CoreV1Api(), client.BatchV1Api())
 
 
