@@ -17,6 +17,10 @@ run_config=${MC_RUN_CONFIG_DIR:?MC_RUN_CONFIG_DIR must name the directory of com
 state=${MC_STATE_DIR:?MC_STATE_DIR must name a writable directory}
 rank=""
 
+# Flux refuses more nodes than tasks: spread over every node only when there is a task for each.
+MC_TASK_LAYOUT=(-n"${MC_TASKS:-1}")
+if ((${MC_TASKS:-1} >= ${MC_SIZE:-1})); then MC_TASK_LAYOUT=(-N"${MC_SIZE:-1}" -n"${MC_TASKS:-1}"); fi
+
 log() {
   if [[ ${MC_QUIET:-false} != true ]]; then printf 'minicluster[rank %s]: %s\n' "${rank:-?}" "$*" >&2; fi
 }
@@ -122,7 +126,7 @@ start_rank0() {
     return
   fi
   case $MC_MODE in
-    submit) "$flux" start "${options[@]}" "$flux" submit --watch -N"$MC_SIZE" -n"$MC_TASKS" "${flags[@]}" "${command[@]}" ;;
+    submit) "$flux" start "${options[@]}" "$flux" submit --watch "${MC_TASK_LAYOUT[@]}" "${flags[@]}" "${command[@]}" ;;
     launcher) "$flux" start "${options[@]}" "${command[@]}" ;;
     batch | interactive) "$flux" start "${options[@]}" bash "${BASH_SOURCE[0]}" --in-instance ;;
     *) die "unknown MC_MODE '$MC_MODE'" ;;
@@ -193,7 +197,7 @@ in_instance() {
       ;;
     interactive)
       read_lines command command.args
-      "$flux" submit --watch -N"$MC_SIZE" -n"$MC_TASKS" "${flags[@]}" "${command[@]}" ||
+      "$flux" submit --watch "${MC_TASK_LAYOUT[@]}" "${flags[@]}" "${command[@]}" ||
         log "the command exited with status $?"
       log "interactive: the instance stays up; stop it with 'flux shutdown'"
       while :; do sleep 3600; done

@@ -141,7 +141,9 @@ def _volumes(spec: MiniClusterSpec, secret_name: Any, broker_config: Any, entryp
     volumes: list[Manifest] = [
         {"name": "broker-config", "configMap": {"name": broker_config}},
         {"name": "run-config", "configMap": {"name": entrypoint}},
-        {"name": "curve-certificate", "secret": {"secretName": secret_name, "defaultMode": 0o400}},
+        # Readable by the container's user whoever that is (root owns Secret files): the entrypoint
+        # copies it to the private 0600 file the broker reads, and no other container mounts it.
+        {"name": "curve-certificate", "secret": {"secretName": secret_name, "defaultMode": 0o444}},
         {"name": "state", "emptyDir": {}},
     ]
     if spec.flux_view.enabled:

@@ -142,7 +142,8 @@ def test_every_rank_finds_itself_and_only_rank0_runs_the_command(tmp_path: Path,
     assert [run.status for run in runs] == [0] * size
     for rank, run in enumerate(runs):
         assert f"minicluster[rank {rank}]: rank {rank} of {size} in {pods.spec.hostlist}" in run.stderr
-        expected_program = ["flux", "submit", "--watch", f"-N{size}", "-n1", "hostname"] if rank == 0 else []
+        layout = [f"-N{size}", "-n1"] if size == 1 else ["-n1"]  # one task: -N only when it is not more
+        expected_program = ["flux", "submit", "--watch", *layout, "hostname"] if rank == 0 else []
         assert run.start == ["start", *broker_options(pods, rank), *expected_program]
 
 
@@ -177,6 +178,14 @@ def test_submit_mode_watches_the_command_with_size_tasks_and_extra_flags(tmp_pat
         "start", *broker_options(pods, 0),
         "flux", "submit", "--watch", "-N4", "-n8", "--exclusive", "--setattr=user.note=a b", "lmp", "-in", "in file",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("tasks", "layout"), [(1, ["-n1"]), (3, ["-n3"]), (4, ["-N4", "-n4"]), (16, ["-N4", "-n16"])])
+def test_tasks_spread_over_every_node_only_when_there_is_one_per_node(
+    tmp_path: Path, tasks: int, layout: list[str]
+) -> None:
+    """flux submit refuses -N greater than -n."""
+    assert Pods(tmp_path, tasks=tasks).run(0).start[-len(layout) - 1 :] == [*layout, "hostname"]
 
 
 def test_launcher_mode_gives_the_command_straight_to_flux_start(tmp_path: Path) -> None:
@@ -215,7 +224,7 @@ def test_flux_location_is_configurable(tmp_path: Path) -> None:
     shutil.move(pods.bin / "flux", install / "flux")
     run = pods.run(0)
     assert run.status == 0
-    assert run.start[-6:] == [str(install / "flux"), "submit", "--watch", "-N4", "-n1", "hostname"]
+    assert run.start[-5:] == [str(install / "flux"), "submit", "--watch", "-n1", "hostname"]
 
 
 # -- broker options -------------------------------------------------------------------------------
@@ -302,7 +311,7 @@ def test_batch_submits_each_line_inside_one_flux_batch_and_waits(tmp_path: Path)
 def test_interactive_submits_the_command_then_keeps_the_instance_up(tmp_path: Path) -> None:
     (tmp_path / "state-0").mkdir()
     run = Pods(tmp_path, mode="interactive").run(0, "--in-instance", STANDIN_EXITS_SUBMIT="1", STANDIN_SLEEP_LIMIT="3")
-    assert run.subcommand("submit") == [["submit", "--watch", "-N4", "-n1", "hostname"]]
+    assert run.subcommand("submit") == [["submit", "--watch", "-n1", "hostname"]]
     assert "the command exited with status 1" in run.stderr
     assert run.sleeps == ["sleep 3600"] * 3  # waited until terminated, as `flux shutdown` does
 

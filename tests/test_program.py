@@ -117,7 +117,7 @@ def test_broker_mounts_config_script_certificate_and_state(sized: tuple[int, Dep
     }
     assert volumes["broker-config"]["configMap"]["name"] == f"dev-broker-config{AUTONAME_SUFFIX}"
     assert volumes["run-config"]["configMap"]["name"] == f"dev-entrypoint{AUTONAME_SUFFIX}"
-    assert volumes["curve-certificate"]["secret"] == {"secretName": f"dev-curve{AUTONAME_SUFFIX}", "defaultMode": 0o400}
+    assert volumes["curve-certificate"]["secret"] == {"secretName": f"dev-curve{AUTONAME_SUFFIX}", "defaultMode": 0o444}
     assert volumes["state"] == {"name": "state", "emptyDir": {}}
 
 
@@ -208,7 +208,7 @@ def test_job_references_secret_config_maps_and_service_by_their_output_names() -
     assert {v["name"]: v.get("configMap", v.get("secret")) for v in pod["volumes"]} == {
         "broker-config": {"name": f"flux-broker-config{AUTONAME_SUFFIX}"},
         "run-config": {"name": f"flux-entrypoint{AUTONAME_SUFFIX}"},
-        "curve-certificate": {"secretName": f"flux-curve{AUTONAME_SUFFIX}", "defaultMode": 0o400},
+        "curve-certificate": {"secretName": f"flux-curve{AUTONAME_SUFFIX}", "defaultMode": 0o444},
         "state": None,
     }
 
