@@ -147,7 +147,7 @@ def job_await_annotations(spec: MiniClusterSpec) -> dict[str, str]:
     """How long `pulumi up` waits, and for what: completion with a command; running pods otherwise,
     because a persistent instance never completes."""
     annotations = {AWAIT_TIMEOUT: str(spec.job_timeout)}
-    if spec.persistent or spec.restful_api.enabled:
+    if spec.persistent:  # the RESTful API is one too: the config refuses it with a command
         annotations[WAIT_FOR] = f"jsonpath={{.status.ready}}={spec.size}"
     return annotations
 

@@ -18,6 +18,7 @@ import pulumi_kubernetes as k8s
 from components import manifests
 from components.certificate import parse
 from components.keygen import CurveCertificate, LocalCurveCertificate
+from components.names import INDEX_LABEL
 from components.spec import MiniClusterSpec
 
 # Immutable Job fields that the provider would otherwise try to patch in place (and fail).
@@ -74,7 +75,7 @@ class MiniCluster(pulumi.ComponentResource):
         self.public_key = cert.publicKey
         self.logs_command = pulumi.Output.concat(
             "kubectl logs -f -n ", job.metadata.namespace, " -c ", manifests.BROKER_CONTAINER,
-            " -l job-name=", job.metadata.name, ",batch.kubernetes.io/job-completion-index=0",
+            " -l job-name=", job.metadata.name, f",{INDEX_LABEL}=0",
         )  # fmt: skip
         self.register_outputs(
             {

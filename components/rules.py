@@ -7,6 +7,7 @@ at `pulumi preview`, with the rule in the message.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Mapping
 
 DNS_LABEL_MAX = 63
@@ -68,6 +69,14 @@ def clear_of(path: str, reserved: tuple[str, ...]) -> str:
         if path == own or path.startswith(own + "/") or own.startswith(path.rstrip("/") + "/"):
             raise ValueError(f"{path} overlaps {own}, where the MiniCluster mounts its own files")
     return path
+
+
+def shell_words(value: str) -> list[str]:
+    """The words of a shell line, as the entrypoint will pass them (no shell runs them)."""
+    try:
+        return shlex.split(value)
+    except ValueError as error:
+        raise ValueError(f"cannot be split into words like a shell line: {error}") from None
 
 
 def quantities(value: Mapping[str, str | int | float]) -> dict[str, str]:

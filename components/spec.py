@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import shlex
 import tomllib
 import typing
 from collections.abc import Mapping
@@ -172,11 +171,7 @@ class MiniClusterSpec(ContainerSettings):
     def _shell_words(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        try:
-            words = shlex.split(value, comments=False)
-        except ValueError as error:
-            raise ValueError(f"cannot be split into words like a shell line: {error}") from None
-        if not words:
+        if not rules.shell_words(value):
             raise ValueError("must not be empty (leave it unset for a persistent cluster)")
         return value
 
@@ -262,10 +257,7 @@ class MiniClusterSpec(ContainerSettings):
     @classmethod
     def _option_words(cls, value: str | None) -> str | None:
         if value is not None:
-            try:
-                shlex.split(value)
-            except ValueError as error:
-                raise ValueError(f"cannot be split into words like a shell line: {error}") from None
+            rules.shell_words(value)
         return value
 
     @field_validator("volumes")
@@ -396,11 +388,11 @@ class MiniClusterSpec(ContainerSettings):
 
     @property
     def all_submit_flags(self) -> list[str]:
-        return [*self.submit_flags, *shlex.split(self.option_flags or "")]
+        return [*self.submit_flags, *rules.shell_words(self.option_flags or "")]
 
     @property
     def command_args(self) -> list[str]:
-        return shlex.split(self.command) if self.command else []
+        return rules.shell_words(self.command) if self.command else []
 
     @property
     def command_lines(self) -> list[str]:

@@ -31,9 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from components import kube, stack_file
 from components.manifests import BROKER_CONTAINER, LOCAL_URI, labels
+from components.names import INDEX_LABEL
 from components.spec import ConfigError, MiniClusterSpec
 
-INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 
 
