@@ -12,3 +12,8 @@ RESOURCE_FILE = f"{STATE_DIR}/R"
 LOCAL_URI = f"local://{STATE_DIR}/run/local"
 """Where a process in a broker's container (`kubectl exec`) reaches that broker: set FLUX_URI to it."""
 RESERVED = (PREFIX, STATE_DIR)
+
+FLUX_VIEW = "flux-view"
+"""The flux-view init container and its volume."""
+OWN_VOLUMES = ("broker-config", "run-config", "curve-certificate", "state", FLUX_VIEW)
+"""The volumes the broker pod has for itself: a user volume may not take one of these names."""

@@ -12,7 +12,7 @@ from components.settings import ContainerSettings, Volume
 from components.spec import MiniClusterSpec
 
 Manifest = dict[str, Any]
-FLUX_VIEW = "flux-view"
+FLUX_VIEW = paths.FLUX_VIEW
 # The flux-view images hold Flux as a spack view under /opt/views/._view/<hash>, linked into
 # /opt/software: copy both into the shared volume (the entrypoint puts them to use).
 FLUX_VIEW_SCRIPT = r"""set -eu

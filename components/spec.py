@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from components import rules
+from components import paths, rules
 from components.certificate import CertificateError, parse
 from components.rules import DNS_LABEL_MAX, DNS_NAME_MAX
 from components.settings import (
@@ -38,8 +38,8 @@ NAMESPACE = "minicluster"
 
 MAX_INDEXED_COMPLETIONS = 100_000
 BROKER_CONTAINER = "flux-broker"
-RESERVED_CONTAINERS = {BROKER_CONTAINER, "flux-view"}
-RESERVED_VOLUMES = {"broker-config", "run-config", "curve-certificate", "state", "flux-view"}
+RESERVED_CONTAINERS = {BROKER_CONTAINER, paths.FLUX_VIEW}
+RESERVED_VOLUMES = set(paths.OWN_VOLUMES)
 
 Mode = Literal["submit", "launcher", "batch", "interactive"]
 Keygen = Literal["pod", "local"]

@@ -132,6 +132,13 @@ def test_every_volume_source_becomes_a_pod_volume_and_a_flux_container_mount() -
     ]
 
 
+def test_the_pods_own_volumes_are_exactly_the_names_user_volumes_may_not_take() -> None:
+    from components.paths import OWN_VOLUMES
+
+    volumes = pod_of(deploy(config(volumes=VOLUMES, fluxView={"enabled": True})))["spec"]["volumes"]
+    assert [v["name"] for v in volumes if v["name"] not in VOLUMES] == list(OWN_VOLUMES)
+
+
 def test_a_sidecar_mounts_only_the_volumes_it_names() -> None:
     deployment = deploy(
         config(volumes=VOLUMES, containers=[{"name": "side", "image": "busybox:1", "volumes": ["keys"]}])
