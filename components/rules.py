@@ -45,9 +45,9 @@ def label(value: str, pattern: re.Pattern[str], kind: str) -> str:
     return value
 
 
-def subdomain(value: str) -> str:
+def subdomain(value: str, problem: str | None = None) -> str:
     if len(value) > DNS_NAME_MAX or not DNS_1123_SUBDOMAIN.match(value):
-        raise ValueError(f"{value!r} must be a DNS name: lower-case letters, digits, '-' and '.'")
+        raise ValueError(problem or f"{value!r} must be a DNS name: lower-case letters, digits, '-' and '.'")
     return value
 
 

@@ -209,9 +209,7 @@ class MiniClusterSpec(ContainerSettings):
     @field_validator("cluster_domain")
     @classmethod
     def _domain(cls, value: str) -> str:
-        if len(value) > DNS_NAME_MAX or not rules.DNS_1123_SUBDOMAIN.match(value):
-            raise ValueError("must be a DNS name like cluster.local")
-        return value
+        return rules.subdomain(value, "must be a DNS name like cluster.local")
 
     @field_validator("connect_timeout")
     @classmethod
