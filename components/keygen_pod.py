@@ -1,21 +1,25 @@
 """Run the keygen pod and turn its log into a validated certificate.
 
-Written against a CoreV1Api-like object (the `kubernetes` client's, or a fake in tests), with an
-injectable clock, so every path is testable without a cluster. The pod is deleted in every case.
-Error messages say what happened and what to do, and never contain key material.
+Written against the `kubernetes` client's CoreV1Api. It watches the pod (no polling delay: the
+certificate is read the moment the pod succeeds), bounds every request and the whole run by the
+timeout, and deletes the pod in every case. Error messages say what happened and what to do, and
+never contain key material.
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from components import kube
 from components.certificate import CertificateError, CurveCertificate, extract_from_log, redact
 
 PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 COMMAND_NOT_FOUND = 127
+DONE = ("Succeeded", "Failed")
 
 
 class KeygenError(RuntimeError):
@@ -23,62 +27,149 @@ class KeygenError(RuntimeError):
 
 
 def run_keygen_pod(
-    api: Any,
+    core: Any,
     pod: dict[str, Any],
     timeout: float,
     *,
-    poll_interval: float = 2.0,
-    sleep: Callable[[float], None] = time.sleep,
+    request_timeout: tuple[float, float] = kube.REQUEST_TIMEOUT,
     clock: Callable[[], float] = time.monotonic,
 ) -> CurveCertificate:
     namespace = pod["metadata"]["namespace"]
     image = pod["spec"]["containers"][0]["image"]
-    name = _create(api, namespace, pod)
+    run = _Run(core, namespace, request_timeout)
+    name = run.create(pod)
     try:
-        deadline = clock() + timeout
-        while True:
-            status = api.read_namespaced_pod(name, namespace).status
-            if status.phase == "Succeeded":
-                return _certificate_from_log(api, name, namespace)
-            if status.phase == "Failed":
-                raise KeygenError(_failure(api, name, namespace, status, image))
-            _check_waiting(status, image)
-            if clock() >= deadline:
-                raise KeygenError(_timeout(api, name, namespace, status, timeout))
-            sleep(poll_interval)
+        status = run.wait(name, image, timeout, clock)
+        if status.phase == "Failed":
+            raise KeygenError(_failure(run, name, status, image))
+        return _certificate_from_log(run, name)
+    except KeygenError:
+        raise
+    except Exception as error:  # a request that failed half-way: say which, by what happened
+        raise KeygenError(_api_problem(error, namespace, "watching the keygen pod")) from None
     finally:
-        _delete(api, name, namespace)
+        run.delete(name)
 
 
-def _create(api: Any, namespace: str, pod: dict[str, Any]) -> str:
-    try:
-        created = api.create_namespaced_pod(namespace, pod)
-    except Exception as error:  # the client raises ApiException, urllib3 errors or OSError
-        raise KeygenError(_api_problem(error, namespace)) from None
-    return str(created.metadata.name)
+class _Run:
+    """The requests of one keygen run, each bounded by the request timeout."""
+
+    def __init__(self, core: Any, namespace: str, request_timeout: tuple[float, float]) -> None:
+        self.core, self.namespace, self.request_timeout = core, namespace, request_timeout
+
+    def create(self, pod: dict[str, Any]) -> str:
+        try:
+            created = self.core.create_namespaced_pod(self.namespace, pod, _request_timeout=self.request_timeout)
+        except Exception as error:
+            raise KeygenError(_api_problem(error, self.namespace, "creating the keygen pod")) from None
+        return str(created.metadata.name)
+
+    def wait(self, name: str, image: str, timeout: float, clock: Callable[[], float]) -> Any:
+        """The pod's status once it is done; KeygenError if its image cannot be pulled or time runs out."""
+        deadline = clock() + timeout
+        while (remaining := deadline - clock()) > 0:
+            seen = False
+            for status in self._statuses(name, remaining):
+                seen = True
+                if status.phase in DONE:
+                    return status
+                _check_waiting(status, image)
+                if clock() >= deadline:
+                    break
+            if not seen and not self.exists(name):  # a watch starts with the pod as it is
+                raise KeygenError(self._deleted(name))
+        raise KeygenError(_timeout(self, name, timeout))
+
+    def _statuses(self, name: str, remaining: float) -> Iterator[Any]:
+        """The pod's status now and at every change, until the server ends the watch (at `remaining`)."""
+        from kubernetes import watch
+
+        seconds = max(1, math.ceil(remaining))
+        events = watch.Watch().stream(  # type: ignore[no-untyped-call]
+            self.core.list_namespaced_pod, self.namespace, field_selector=f"metadata.name={name}",
+            timeout_seconds=seconds, _request_timeout=(self.request_timeout[0], seconds + self.request_timeout[0]),
+        )  # fmt: skip
+        for event in events:
+            if event["type"] == "DELETED":
+                raise KeygenError(self._deleted(name))
+            yield event["object"].status
+
+    def _deleted(self, name: str) -> str:
+        return (
+            f"the keygen pod {self.namespace}/{name} was deleted before it finished "
+            "(by someone else, or with its namespace); run `pulumi up` again"
+        )
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.read(name)
+        except Exception as error:
+            if kube.problem(error).kind == "not-found":
+                return False
+            raise
+        return True
+
+    def read(self, name: str) -> Any:
+        return self.core.read_namespaced_pod(name, self.namespace, _request_timeout=self.request_timeout)
+
+    def log(self, name: str, tail_lines: int | None = None) -> str:
+        return str(
+            self.core.read_namespaced_pod_log(
+                name, self.namespace, tail_lines=tail_lines, _request_timeout=self.request_timeout
+            )
+        )
+
+    def events(self, name: str) -> list[Any]:
+        selector = f"involvedObject.name={name}"
+        found = self.core.list_namespaced_event(
+            self.namespace, field_selector=selector, _request_timeout=self.request_timeout
+        )
+        return list(found.items or [])
+
+    def delete(self, name: str) -> None:
+        """A failed delete must not hide the outcome it follows: warn, and say how to clean up."""
+        try:
+            self.core.delete_namespaced_pod(
+                name, self.namespace, grace_period_seconds=0, _request_timeout=self.request_timeout
+            )
+        except Exception as error:
+            found = kube.problem(error)
+            if found.kind != "not-found":
+                print(
+                    f"warning: could not delete keygen pod {self.namespace}/{name} ({found.detail}); "
+                    f"delete it with: kubectl delete pod -n {self.namespace} {name}",
+                    file=sys.stderr,
+                )
 
 
-def _api_problem(error: Exception, namespace: str) -> str:
-    status = getattr(error, "status", None)
-    if status == 404:
+def _api_problem(error: Exception, namespace: str, doing: str) -> str:
+    found = kube.problem(error)
+    if found.kind == "unreachable":
+        return (
+            f"cannot reach the Kubernetes cluster while {doing} ({found.detail}); "
+            "check `kubectl cluster-info` and the kubernetes:context stack setting"
+        )
+    if found.kind == "not-found" and "namespace" in found.detail:
         return (
             f"namespace {namespace!r} does not exist: create it (kubectl create namespace {namespace}) "
             "or set minicluster:namespace"
         )
-    if status in (401, 403):
-        return f"the Kubernetes API refused to create the keygen pod in {namespace!r} ({status}): check your RBAC"
-    if status is not None:
-        return f"the Kubernetes API refused the keygen pod ({status}): {getattr(error, 'reason', error)}"
-    return (
-        f"cannot reach the Kubernetes cluster ({type(error).__name__}: {error}); "
-        "check `kubectl cluster-info` and the kubernetes:context stack setting"
-    )
+    if found.kind == "denied":
+        return (
+            f"the Kubernetes API refused {doing} in namespace {namespace!r} ({found.status}: {found.detail}); "
+            "your account needs to create, watch, read the log of and delete pods there (check your RBAC)"
+        )
+    if found.kind == "client-side":
+        return (
+            f"the keygen pod was not sent: the Kubernetes client refused it while {doing} ({found.detail}). "
+            "This is a bug in the MiniCluster program: please report it with this message"
+        )
+    return f"the Kubernetes API refused {doing} ({found.status}: {found.detail})"
 
 
-def _certificate_from_log(api: Any, name: str, namespace: str) -> CurveCertificate:
-    log = api.read_namespaced_pod_log(name, namespace)
+def _certificate_from_log(run: _Run, name: str) -> CurveCertificate:
     try:
-        return extract_from_log(log)
+        return extract_from_log(run.log(name))
     except CertificateError as error:
         raise KeygenError(f"the keygen pod's output is not a usable certificate: {error}") from None
 
@@ -93,16 +184,16 @@ def _check_waiting(status: Any, image: str) -> None:
             )
 
 
-def _failure(api: Any, name: str, namespace: str, status: Any, image: str) -> str:
-    if getattr(status, "reason", None) == "DeadlineExceeded":
-        return f"the keygen pod ran out of time (activeDeadlineSeconds); {_log_tail(api, name, namespace)}"
+def _failure(run: _Run, name: str, status: Any, image: str) -> str:
+    if status.reason == "DeadlineExceeded":
+        return f"the keygen pod ran out of time (activeDeadlineSeconds); {_log_tail(run, name)}"
     exit_code = _exit_code(status)
     if exit_code == COMMAND_NOT_FOUND:
         return (
             f"image {image!r} has no `flux` command (exit 127): use an image with Flux installed, "
             "or set minicluster:fluxPath or minicluster:keygenImage"
         )
-    return f"the keygen pod failed (exit {exit_code}); {_log_tail(api, name, namespace)}"
+    return f"the keygen pod failed (exit {exit_code}); {_log_tail(run, name)}"
 
 
 def _exit_code(status: Any) -> int | None:
@@ -113,36 +204,27 @@ def _exit_code(status: Any) -> int | None:
     return None
 
 
-def _log_tail(api: Any, name: str, namespace: str, lines: int = 10) -> str:
+def _log_tail(run: _Run, name: str, lines: int = 10) -> str:
     try:
-        log = api.read_namespaced_pod_log(name, namespace, tail_lines=lines)
+        log = run.log(name, tail_lines=lines)
     except Exception:
         return "its log could not be read"
-    tail = [redact(line) for line in str(log).splitlines()[-lines:]]
+    tail = [redact(line) for line in log.splitlines()[-lines:]]
     return "last log lines:\n    " + "\n    ".join(tail) if tail else "it printed nothing"
 
 
-def _timeout(api: Any, name: str, namespace: str, status: Any, timeout: float) -> str:
+def _timeout(run: _Run, name: str, timeout: float) -> str:
     try:
-        events = api.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}").items
+        phase = run.read(name).status.phase
+    except Exception:
+        phase = "unknown"
+    try:
+        events = run.events(name)
     except Exception:
         events = []
-    latest = [f"{e.reason}: {e.message}" for e in events[-5:]]
+    latest = [f"{event.reason}: {event.message}" for event in events[-5:]]
     shown = "\n    ".join(latest) if latest else "none"
     return (
-        f"the keygen pod did not finish within {timeout:g}s (phase {status.phase}); "
-        f"raise minicluster:keygenTimeout if the image is large. Latest events:\n    {shown}"
+        f"the keygen pod did not finish within {timeout:g}s (phase {phase}); raise minicluster:keygenTimeout "
+        f"if the image is large. Latest events:\n    {shown}"
     )
-
-
-def _delete(api: Any, name: str, namespace: str) -> None:
-    """A failed delete must not hide the outcome it follows: warn, and say how to clean up."""
-    try:
-        api.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
-    except Exception as error:
-        if getattr(error, "status", None) != 404:
-            print(
-                f"warning: could not delete keygen pod {namespace}/{name} ({error}); "
-                f"delete it with: kubectl delete pod -n {namespace} {name}",
-                file=sys.stderr,
-            )

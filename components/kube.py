@@ -1,21 +1,166 @@
-"""Connecting to the cluster, the way the Kubernetes provider and kubectl do."""
+"""Talking to the Kubernetes API: connecting the way kubectl does, and saying what went wrong.
+
+Used by the keygen provider and by the operations tool. Every request carries a timeout, and every
+failure is classified by what really happened: a connection that failed, a request the API server
+refused (with its own message), or a request the client refused before sending it (a bug on our side).
+Only the first is "cannot reach the cluster".
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+REQUEST_TIMEOUT = (10.0, 60.0)
+"""(connect, read) seconds for one API request: a hung API server fails a step instead of blocking it."""
+
+Kind = Literal["unreachable", "denied", "not-found", "conflict", "rejected", "server-error", "client-side"]
+
 
 class NoCluster(RuntimeError):
-    """Neither a kubeconfig nor an in-cluster service account is usable."""
+    """No usable kubeconfig context or in-cluster account: the message says which and what exists."""
 
 
-def load_config(context: str | None) -> None:
-    """The kubeconfig (KUBECONFIG or ~/.kube/config) with `context` (None: its current one), or the
-    pod's service account when running inside the cluster."""
+@dataclass(frozen=True)
+class ApiProblem:
+    """What went wrong with one request."""
+
+    kind: Kind
+    status: int | None
+    detail: str
+    """The API server's own message, the connection error, or the client's complaint."""
+
+    @property
+    def unreachable(self) -> bool:
+        return self.kind == "unreachable"
+
+
+def api_client(context: str | None) -> Any:
+    """A client for `context` of the kubeconfig (KUBECONFIG or ~/.kube/config; None: its current context),
+    or for the pod's service account when there is no kubeconfig and this runs inside a cluster."""
+    from kubernetes import client, config
+
+    kubeconfig = _kubeconfig()
+    if kubeconfig is not None:
+        _check_context(kubeconfig, context)
+        try:
+            api = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
+        except config.ConfigException as error:
+            raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {error}") from None
+    elif context is not None:
+        raise NoCluster(f"kubeconfig context {context!r} was asked for, but there is no kubeconfig ({_where()})")
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        configuration = client.Configuration()
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except config.ConfigException as error:
+            raise NoCluster(f"the in-cluster service account is not usable: {error}") from None
+        api = client.ApiClient(configuration)
+    else:
+        raise NoCluster(f"no kubeconfig ({_where()}) and not running inside a cluster")
+    api.configuration.retries = _retries()
+    return api
+
+
+def _kubeconfig() -> str | None:
+    """The kubeconfig path(s) kubectl would read, if any exists (KUBECONFIG may list several)."""
+    value = os.environ.get("KUBECONFIG") or "~/.kube/config"
+    paths = [part for part in value.split(os.pathsep) if part]
+    return value if any(Path(path).expanduser().is_file() for path in paths) else None
+
+
+def _where() -> str:
+    return f"KUBECONFIG={os.environ['KUBECONFIG']}" if os.environ.get("KUBECONFIG") else "~/.kube/config"
+
+
+def _check_context(kubeconfig: str, context: str | None) -> None:
     from kubernetes import config
 
     try:
-        config.load_kube_config(context=context)  # type: ignore[no-untyped-call]
-    except config.ConfigException:
-        try:
-            config.load_incluster_config()  # type: ignore[no-untyped-call]
-        except config.ConfigException as error:
-            raise NoCluster(f"no usable kubeconfig or in-cluster account: {error}") from None
+        contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except config.ConfigException as error:
+        raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {error}") from None
+    names = [entry["name"] for entry in contexts or []]
+    if context is not None and context not in names:
+        known = ", ".join(names) if names else "none"
+        raise NoCluster(f"kubeconfig context {context!r} does not exist in {kubeconfig}; its contexts: {known}")
+
+
+def _retries() -> Any:
+    """Retry a connection that fails to open, never a request the server may be working on."""
+    import urllib3
+
+    return urllib3.Retry(total=2, connect=2, read=0, status=0, redirect=0, backoff_factor=0.2)
+
+
+def problem(error: BaseException) -> ApiProblem:
+    """Classify an exception raised by the `kubernetes` client."""
+    import pydantic
+    import urllib3
+    from kubernetes.client.exceptions import ApiException, ApiTypeError, ApiValueError
+
+    if isinstance(error, ApiException):
+        status = int(error.status or 0)
+        if status == 0:  # the client's wrapper for TLS and websocket failures
+            return _from_status_zero(str(error.reason))
+        return ApiProblem(_kind(status), status, _server_message(error))
+    if isinstance(error, urllib3.exceptions.HTTPError | OSError):
+        return ApiProblem("unreachable", None, _connection_message(error))
+    if isinstance(error, pydantic.ValidationError | ApiTypeError | ApiValueError | TypeError | ValueError):
+        return ApiProblem("client-side", None, _one_line(str(error)))
+    return ApiProblem("client-side", None, f"{type(error).__name__}: {_one_line(str(error))}")
+
+
+def _kind(status: int) -> Kind:
+    if status in (401, 403):
+        return "denied"
+    if status == 404:
+        return "not-found"
+    if status == 409:
+        return "conflict"
+    if status >= 500:
+        return "server-error"
+    return "rejected"
+
+
+def _server_message(error: Any) -> str:
+    """The `message` of the Status object the API server sends with every error, else its reason."""
+    try:
+        body = json.loads(error.body or "")
+    except (TypeError, ValueError):
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return str(error.reason or f"HTTP {error.status}")
+
+
+HANDSHAKE = re.compile(r"Handshake status (\d+)")
+
+
+def _from_status_zero(reason: str) -> ApiProblem:
+    """A websocket upgrade (exec) refused by the API server comes back as status 0 with the answer inside."""
+    handshake = HANDSHAKE.search(reason)
+    if handshake is None:
+        return ApiProblem("unreachable", None, _one_line(reason))
+    status = int(handshake.group(1))
+    message = re.search(r'"message":\s*"((?:[^"\\]|\\.)*)"', reason)
+    detail = json.loads(f'"{message.group(1)}"') if message else f"HTTP {status}"
+    return ApiProblem(_kind(status), status, detail)
+
+
+def _connection_message(error: BaseException) -> str:
+    text = str(getattr(error, "reason", None) or error)
+    errno = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
+    if errno:
+        return errno.group(1).strip()
+    if "timed out" in text.lower():
+        return "the API server did not answer in time"
+    return _one_line(text)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())

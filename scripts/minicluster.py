@@ -272,10 +272,10 @@ def connect(context: str | None) -> Apis:
     from kubernetes import client
 
     try:
-        kube.load_config(context)
+        api = kube.api_client(context)
     except kube.NoCluster as error:
         raise NotFound(str(error)) from None
-    return Apis(client.CoreV1Api(), client.BatchV1Api())
+    return Apis(client.CoreV1Api(api), client.BatchV1Api(api))
 
 
 def run(args: argparse.Namespace, apis: Apis, spec: MiniClusterSpec, console: Console) -> int:

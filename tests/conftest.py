@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.kube_api import Cluster, StandIn
 
 IMAGE = "ghcr.io/flux-framework/flux-restful-api:latest"
 BASE_CONFIG: dict[str, Any] = {"image": IMAGE, "size": 4, "command": "hostname"}
@@ -19,3 +23,12 @@ def config(**overrides: Any) -> dict[str, Any]:
 @pytest.fixture
 def base_config() -> dict[str, Any]:
     return config()
+
+
+@pytest.fixture
+def kube_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
+    """A local Kubernetes API stand-in, and KUBECONFIG pointing at it (its context: `standin`)."""
+    stand_in = StandIn(tmp_path)
+    monkeypatch.setenv("KUBECONFIG", str(stand_in.cluster.kubeconfig))
+    yield stand_in.cluster
+    stand_in.stop()

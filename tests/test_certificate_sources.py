@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from components import certificate
 from tests.conftest import config
 from tests.harness import KEYGEN_CERTIFICATE, deploy, deploy_rejected
@@ -16,7 +18,14 @@ def test_default_is_the_keygen_pod_named_for_rank0_with_the_cluster_image() -> N
     keygen = deploy(config()).one(POD_KEYGEN)
     assert keygen.name == "dev-curve-certificate"
     assert (keygen.inputs["certName"], keygen.inputs["namespace"], keygen.inputs["rotation"]) == ("dev-0", "default", 0)
-    assert keygen.inputs["pod"]["spec"]["containers"][0]["image"] == config()["image"]
+    assert json.loads(keygen.inputs["pod"])["spec"]["containers"][0]["image"] == config()["image"]
+
+
+def test_the_keygen_pod_crosses_the_engine_as_json_text_so_its_numbers_stay_whole() -> None:
+    keygen = deploy(config()).one(POD_KEYGEN)
+    assert isinstance(keygen.inputs["pod"], str)
+    assert json.loads(keygen.inputs["pod"])["spec"]["activeDeadlineSeconds"] == 300
+    assert '"activeDeadlineSeconds": 300,' in keygen.inputs["pod"]
 
 
 def test_rotation_setting_reaches_the_keygen_resource() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import tomllib
 from typing import Any
 
@@ -281,7 +282,7 @@ def test_flux_view_copies_flux_in_with_an_init_container_and_tells_the_entrypoin
 
 def test_flux_view_serves_the_keygen_pod_too() -> None:
     keygen = deploy(config(fluxView={"enabled": True})).one("pulumi-python:dynamic/minicluster:CurveCertificate")
-    pod = keygen.inputs["pod"]["spec"]
+    pod = json.loads(keygen.inputs["pod"])["spec"]
     assert pod["initContainers"][0]["image"] == "ghcr.io/converged-computing/flux-view-rocky:tag-9"
     assert {"name": "MC_FLUX_VIEW", "value": "/mnt/flux"} in pod["containers"][0]["env"]
 

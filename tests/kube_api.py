@@ -1,0 +1,527 @@
+"""A local Kubernetes API server stand-in, for the real `kubernetes` client to talk to over HTTP.
+
+It speaks the API's JSON: objects, lists, `Status` error bodies with their codes, watch streams
+(chunked JSON lines, ADDED then MODIFIED/DELETED, ended at `timeoutSeconds`), pod logs (with
+`tailLines`, `follow` and `previous`), and exec over a websocket (the v4.channel.k8s.io protocol,
+ending with its status channel). It decodes request bodies as strictly as the API server does: a
+number with a fraction part, even `300.0`, is refused for an integer field, and so is an unknown
+field. A "kubelet" script moves pods through their statuses, and faults make any request fail, hang
+or be slow. Tests point a kubeconfig at it, so the client's own validation, encoding and
+configuration all run.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import secrets
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import jsonschema
+import yaml
+from kubernetes_validate import utils as schema_files
+
+Json = dict[str, Any]
+SCHEMA_VERSION = "1.33.0"
+CREATED = "2026-11-22T10:00:00Z"
+WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "AlreadyExists",
+           422: "Invalid", 500: "InternalError", 503: "ServiceUnavailable"}  # fmt: skip
+
+
+@dataclass
+class Fault:
+    """Requests matching `method` and `path` (a regex on the path) fail with `status`, or answer late."""
+
+    method: str
+    path: str
+    status: int | None = None
+    message: str = ""
+    delay: float = 0.0
+    times: int | None = None  # None: every time
+
+
+@dataclass
+class Step:
+    """One thing the stand-in kubelet does to a pod, `after` seconds after the previous step."""
+
+    after: float
+    status: Json | None = None
+    node: str | None = None
+    log: str = ""
+    delete: bool = False
+
+
+ExecHandler = Callable[[Json, list[str]], tuple[str, str, int]]
+
+
+@dataclass
+class Cluster:
+    """The API server's state. Tests arrange it; the handler threads read and change it under `lock`."""
+
+    namespaces: set[str] = field(default_factory=lambda: {"default"})
+    pods: dict[tuple[str, str], Json] = field(default_factory=dict)
+    jobs: dict[tuple[str, str], Json] = field(default_factory=dict)
+    logs: dict[tuple[str, str], str] = field(default_factory=dict)
+    previous_logs: dict[tuple[str, str], str] = field(default_factory=dict)
+    events: list[Json] = field(default_factory=list)
+    faults: list[Fault] = field(default_factory=list)
+    requests: list[tuple[str, str, Json | None]] = field(default_factory=list)
+    kubelet: Callable[[Json], list[Step]] | None = None
+    exec_handler: ExecHandler | None = None
+    lock: threading.Condition = field(default_factory=threading.Condition)
+    history: list[tuple[int, str, Json]] = field(default_factory=list)
+    version: int = 1
+    url: str = ""
+    kubeconfig: Path = Path()
+
+    # -- arranging ----------------------------------------------------------------------------------
+
+    def fail(self, method: str, path: str, status: int | None = None, message: str = "", **kwargs: Any) -> None:
+        self.faults.append(Fault(method, path, status, message, **kwargs))
+
+    def add_pod(self, pod: Json) -> Json:
+        with self.lock:
+            return self._store_pod(pod, "ADDED")
+
+    def set_pod(self, namespace: str, name: str, **changes: Any) -> None:
+        with self.lock:
+            pod = self.pods[(namespace, name)]
+            pod["status"] = changes.get("status", pod["status"])
+            if "node" in changes:
+                pod["spec"]["nodeName"] = changes["node"]
+            self._store_pod(pod, "MODIFIED")
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        with self.lock:
+            pod = self.pods.pop((namespace, name))
+            self._record("DELETED", pod)
+
+    def add_job(self, job: Json) -> None:
+        metadata = job["metadata"]
+        metadata.setdefault("creationTimestamp", CREATED)
+        self.jobs[(metadata["namespace"], metadata["name"])] = job
+
+    def add_event(self, namespace: str, involved: str, reason: str, message: str) -> None:
+        self.events.append({
+            "metadata": {"name": f"{involved}.{len(self.events)}", "namespace": namespace},
+            "involvedObject": {"kind": "Pod", "name": involved, "namespace": namespace},
+            "reason": reason, "message": message, "type": "Warning",
+        })  # fmt: skip
+
+    def created_pods(self) -> list[Json]:
+        return [body for method, path, body in self.requests if method == "POST" and path.endswith("/pods") and body]
+
+    # -- internals ----------------------------------------------------------------------------------
+
+    def _store_pod(self, pod: Json, event: str) -> Json:
+        metadata = pod["metadata"]
+        metadata.setdefault("uid", secrets.token_hex(8))
+        metadata.setdefault("creationTimestamp", CREATED)
+        pod.setdefault("status", {"phase": "Pending"})
+        self.pods[(metadata["namespace"], metadata["name"])] = pod
+        self._record(event, pod)
+        return pod
+
+    def _record(self, event: str, pod: Json) -> None:
+        self.version += 1
+        pod["metadata"]["resourceVersion"] = str(self.version)
+        self.history.append((self.version, event, json.loads(json.dumps(pod))))
+        self.lock.notify_all()
+
+    def _run_kubelet(self, pod: Json) -> None:
+        steps = self.kubelet(pod) if self.kubelet else []
+        key = (pod["metadata"]["namespace"], pod["metadata"]["name"])
+        for step in steps:
+            time.sleep(step.after)
+            with self.lock:
+                if key not in self.pods:
+                    return
+                self.logs[key] = self.logs.get(key, "") + step.log
+                if step.delete:
+                    self.pods.pop(key)
+                    self._record("DELETED", pod)
+                    return
+                if step.node:
+                    pod["spec"]["nodeName"] = step.node
+                if step.status is not None:
+                    pod["status"] = step.status
+                self._store_pod(pod, "MODIFIED")
+
+
+# -- statuses a kubelet reports -------------------------------------------------------------------
+
+
+def waiting(reason: str, message: str = "", container: str = "keygen", restarts: int = 0) -> Json:
+    return {"phase": "Pending" if not restarts else "Running", "containerStatuses": [
+        _container(container, {"waiting": {"reason": reason, "message": message}}, restarts)]}  # fmt: skip
+
+
+def running(container: str = "keygen") -> Json:
+    return {"phase": "Running", "containerStatuses": [_container(container, {"running": {"startedAt": CREATED}})]}
+
+
+def finished(exit_code: int, container: str = "keygen", reason: str | None = None) -> Json:
+    terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error"}
+    status: Json = {"phase": "Succeeded" if exit_code == 0 else "Failed",
+                    "containerStatuses": [_container(container, {"terminated": terminated})]}  # fmt: skip
+    if reason:
+        status["reason"] = reason
+    return status
+
+
+def unschedulable(message: str) -> Json:
+    return {"phase": "Pending", "conditions": [
+        {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]}  # fmt: skip
+
+
+def _container(name: str, state: Json, restarts: int = 0) -> Json:
+    return {"name": name, "image": "image", "imageID": "", "ready": "running" in state,
+            "restartCount": restarts, "state": state}  # fmt: skip
+
+
+# -- strict decoding, like the API server's ------------------------------------------------------
+
+_INTEGERS_ARE_WHOLE = jsonschema.validators.Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
+)
+StrictValidator = jsonschema.validators.extend(
+    jsonschema.validators.Draft202012Validator, type_checker=_INTEGERS_ARE_WHOLE
+)
+
+
+def decode_problem(body: Json) -> str | None:
+    """Why the API server would refuse to decode `body` (None: it would not)."""
+    from referencing import Registry, Resource
+
+    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", body.get("apiVersion", ""))
+    folder = f"kubernetes-json-schema/v{SCHEMA_VERSION}-local-strict"
+    schema = schema_files.schema_contents(f"{folder}/{body.get('kind', '').lower()}-{group}.json", SCHEMA_VERSION)
+    definitions = schema_files.schema_contents(f"{folder}/_definitions.json", SCHEMA_VERSION)
+    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
+    error = jsonschema.exceptions.best_match(StrictValidator(schema, registry=registry).iter_errors(body))
+    if error is None:
+        return None
+    where = ".".join(str(part) for part in error.absolute_path)
+    return f'{body.get("kind")} in version "v1" cannot be handled as a {body.get("kind")}: {where}: {error.message}'
+
+
+# -- the server -----------------------------------------------------------------------------------
+
+ROUTES: list[tuple[str, str, str]] = [
+    ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)$", "get_namespace"),
+    ("POST", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods$", "create_pod"),
+    ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods$", "list_pods"),
+    ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$", "get_pod"),
+    ("DELETE", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)$", "remove_pod"),
+    ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/log$", "pod_log"),
+    ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/exec$", "pod_exec"),
+    ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$", "list_events"),
+    ("GET", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "get_job"),
+]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    cluster: Cluster
+
+    def log_message(self, *_: Any) -> None:  # quiet
+        pass
+
+    def do_GET(self) -> None:
+        self._dispatch("GET")
+
+    def do_POST(self) -> None:
+        self._dispatch("POST")
+
+    def do_DELETE(self) -> None:
+        self._dispatch("DELETE")
+
+    def _dispatch(self, method: str) -> None:
+        url = urlparse(self.path)
+        self.query = {key: values[-1] for key, values in parse_qs(url.query).items()}
+        self.query_all = parse_qs(url.query)
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        body = json.loads(raw) if raw else None
+        with self.cluster.lock:
+            self.cluster.requests.append((method, url.path, body))
+        if self._faulted(method, url.path):
+            return
+        for route_method, pattern, action in ROUTES:
+            match = re.match(pattern, url.path)
+            if match and route_method == method:
+                getattr(self, action)(body=body, **match.groupdict())
+                return
+        self._status(404, f"the server could not find the requested resource ({method} {url.path})")
+
+    def _faulted(self, method: str, path: str) -> bool:
+        for fault in self.cluster.faults:
+            if fault.method == method and re.search(fault.path, path) and fault.times != 0:
+                if fault.times is not None:
+                    fault.times -= 1
+                time.sleep(fault.delay)
+                if fault.status is None:
+                    return False
+                self._status(fault.status, fault.message or REASONS.get(fault.status, "error"))
+                return True
+        return False
+
+    # -- answers -------------------------------------------------------------------------------------
+
+    def _send(self, code: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, code: int, value: Json) -> None:
+        self._send(code, json.dumps(value).encode())
+
+    def _status(self, code: int, message: str) -> None:
+        self._json(code, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                          "message": message, "reason": REASONS.get(code, "Unknown"), "code": code})  # fmt: skip
+
+    def _chunks(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+        self.wfile.flush()
+
+    # -- routes --------------------------------------------------------------------------------------
+
+    def get_namespace(self, ns: str, body: Any) -> None:
+        if ns not in self.cluster.namespaces:
+            self._status(404, f'namespaces "{ns}" not found')
+            return
+        self._json(200, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    def create_pod(self, ns: str, body: Json) -> None:
+        if ns not in self.cluster.namespaces:
+            self._status(404, f'namespaces "{ns}" not found')
+            return
+        problem = decode_problem(body)
+        if problem:
+            self._status(400, problem)
+            return
+        pod = json.loads(json.dumps(body))
+        metadata = pod["metadata"]
+        metadata.setdefault("name", metadata.get("generateName", "pod-") + secrets.token_hex(3)[:5])
+        metadata["namespace"] = ns
+        with self.cluster.lock:
+            if (ns, metadata["name"]) in self.cluster.pods:
+                self._status(409, f'pods "{metadata["name"]}" already exists')
+                return
+            stored = self.cluster._store_pod(pod, "ADDED")
+            answer = json.dumps(stored).encode()
+        threading.Thread(target=self.cluster._run_kubelet, args=(stored,), daemon=True).start()
+        self._send(201, answer)
+
+    def list_pods(self, ns: str, body: Any) -> None:
+        if self.query.get("watch") == "true":
+            self._watch_pods(ns)
+            return
+        with self.cluster.lock:
+            items = [pod for (space, _), pod in self.cluster.pods.items() if space == ns and self._selected(pod)]
+            version = str(self.cluster.version)
+        self._json(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {"resourceVersion": version},
+                         "items": items})  # fmt: skip
+
+    def _selected(self, pod: Json) -> bool:
+        labels = pod["metadata"].get("labels") or {}
+        wanted = [term.split("=", 1) for term in self.query.get("labelSelector", "").split(",") if term]
+        fields = [term.split("=", 1) for term in self.query.get("fieldSelector", "").split(",") if term]
+        return all(labels.get(key) == value for key, value in wanted) and all(
+            key == "metadata.name" and pod["metadata"]["name"] == value for key, value in fields
+        )
+
+    def _watch_pods(self, ns: str) -> None:
+        deadline = time.monotonic() + float(self.query.get("timeoutSeconds", "1800"))
+        self._chunks()
+        with self.cluster.lock:
+            initial = [pod for (space, _), pod in self.cluster.pods.items() if space == ns and self._selected(pod)]
+            cursor = self.cluster.version
+        for pod in initial:
+            self._chunk(json.dumps({"type": "ADDED", "object": pod}).encode() + b"\n")
+        while (left := deadline - time.monotonic()) > 0:
+            with self.cluster.lock:
+                self.cluster.lock.wait(min(left, 0.2))
+                news = [(rv, kind, pod) for rv, kind, pod in self.cluster.history if rv > cursor]
+                cursor = self.cluster.version
+            for _, kind, pod in news:
+                if pod["metadata"]["namespace"] == ns and self._selected(pod):
+                    self._chunk(json.dumps({"type": kind, "object": pod}).encode() + b"\n")
+        self._chunk(b"")
+
+    def get_pod(self, ns: str, name: str, body: Any) -> None:
+        pod = self.cluster.pods.get((ns, name))
+        if pod is None:
+            self._status(404, f'pods "{name}" not found')
+            return
+        self._json(200, pod)
+
+    def remove_pod(self, ns: str, name: str, body: Any) -> None:
+        pod = self.cluster.pods.get((ns, name))
+        if pod is None:
+            self._status(404, f'pods "{name}" not found')
+            return
+        self.cluster.delete_pod(ns, name)
+        self._json(200, pod)
+
+    def _streamable(self, ns: str, name: str) -> Json | None:
+        """The pod, if its container has started; otherwise the API server's 400 (or 404) is sent."""
+        pod = self.cluster.pods.get((ns, name))
+        if pod is None:
+            self._status(404, f'pods "{name}" not found')
+            return None
+        if not pod["spec"].get("nodeName"):
+            self._status(400, f"pod {name} does not have a host assigned")
+            return None
+        container = self.query.get("container") or pod["spec"]["containers"][0]["name"]
+        for status in pod["status"].get("containerStatuses") or []:
+            waiting_state = status["state"].get("waiting")
+            if status["name"] == container and waiting_state and not status.get("restartCount"):
+                reason = waiting_state.get("reason", "ContainerCreating")
+                self._status(400, f'container "{container}" in pod "{name}" is waiting to start: {reason}')
+                return None
+        return pod
+
+    def pod_log(self, ns: str, name: str, body: Any) -> None:
+        if self._streamable(ns, name) is None:
+            return
+        source = self.cluster.previous_logs if self.query.get("previous") == "true" else self.cluster.logs
+        text = source.get((ns, name), "")
+        if "tailLines" in self.query:
+            text = "".join(text.splitlines(keepends=True)[-int(self.query["tailLines"]) :])
+        if self.query.get("follow") != "true":
+            self._send(200, text.encode(), "text/plain")
+            return
+        self._chunks()
+        sent = len(text)
+        self._chunk(text.encode())
+        for more in self._follow(ns, name, sent):
+            self._chunk(more.encode())
+        self._chunk(b"")
+
+    def _follow(self, ns: str, name: str, sent: int) -> Iterator[str]:
+        """What the container writes next, until it stops or its pod goes."""
+        while True:
+            with self.cluster.lock:
+                self.cluster.lock.wait(0.1)
+                pod = self.cluster.pods.get((ns, name))
+                text = self.cluster.logs.get((ns, name), "")
+            if len(text) > sent:
+                yield text[sent:]
+                sent = len(text)
+            if pod is None or pod["status"].get("phase") in ("Succeeded", "Failed"):
+                return
+
+    def list_events(self, ns: str, body: Any) -> None:
+        selector = self.query.get("fieldSelector", "")
+        wanted = selector.split("=", 1)[1] if selector.startswith("involvedObject.name=") else None
+        items = [e for e in self.cluster.events if e["metadata"]["namespace"] == ns
+                 and (wanted is None or e["involvedObject"]["name"] == wanted)]  # fmt: skip
+        self._json(200, {"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": items})
+
+    def get_job(self, ns: str, name: str, body: Any) -> None:
+        job = self.cluster.jobs.get((ns, name))
+        if job is None:
+            self._status(404, f'jobs.batch "{name}" not found')
+            return
+        self._json(200, job)
+
+    def pod_exec(self, ns: str, name: str, body: Any) -> None:
+        pod = self._streamable(ns, name)
+        if pod is None:
+            return
+        key = self.headers["Sec-WebSocket-Key"]
+        accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", "v4.channel.k8s.io")
+        self.end_headers()
+        handler = self.cluster.exec_handler or (lambda _pod, _command: ("", "", 0))
+        stdout, stderr, code = handler(pod, self.query_all.get("command", []))
+        for channel, text in ((1, stdout), (2, stderr)):
+            if text:
+                self._frame(0x2, bytes([channel]) + text.encode())
+        self._frame(0x2, bytes([3]) + json.dumps(_exec_status(code)).encode())
+        self._frame(0x8, b"\x03\xe8")
+        self.close_connection = True
+
+    def _frame(self, opcode: int, payload: bytes) -> None:
+        size = len(payload)
+        header = bytes([0x80 | opcode]) + (bytes([size]) if size < 126 else bytes([126]) + size.to_bytes(2, "big"))
+        self.wfile.write(header + payload)
+        self.wfile.flush()
+
+
+def _exec_status(code: int) -> Json:
+    if code == 0:
+        return {"metadata": {}, "status": "Success"}
+    causes = [{"reason": "ExitCode", "message": str(code)}]
+    message = f"command terminated with non-zero exit code: {code}"
+    return {"metadata": {}, "status": "Failure", "message": message, "reason": "NonZeroExitCode",
+            "details": {"causes": causes}}  # fmt: skip
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that hangs up early (a stopped watch, a timeout) is part of the job, not an error."""
+
+
+class StandIn:
+    """The server in a thread, with a kubeconfig that points at it."""
+
+    def __init__(self, directory: Path, context: str = "standin") -> None:
+        self.cluster = Cluster()
+        handler = type("Handler", (_Handler,), {"cluster": self.cluster})
+        self.server = _Server(("127.0.0.1", 0), handler)
+        self.cluster.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.cluster.kubeconfig = write_kubeconfig(directory / "kubeconfig", {context: self.cluster.url})
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def write_kubeconfig(path: Path, servers: dict[str, str]) -> Path:
+    """A kubeconfig with one context per server (the first is current)."""
+    names = list(servers)
+    document = {
+        "apiVersion": "v1", "kind": "Config", "current-context": names[0],
+        "clusters": [{"name": name, "cluster": {"server": url}} for name, url in servers.items()],
+        "users": [{"name": "tester", "user": {"token": "test-token"}}],
+        "contexts": [{"name": name, "context": {"cluster": name, "user": "tester"}} for name in names],
+    }  # fmt: skip
+    path.write_text(yaml.safe_dump(document))
+    return path
+
+
+def refused_url() -> str:
+    """An address on this machine where nothing listens: connections to it are refused."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"

@@ -1,0 +1,213 @@
+"""Both certificate providers, driven as the engine drives them (issue 10): the dynamic-provider plugin
+process over gRPC, properties as protobuf Structs, and (for the keygen pod) the real `kubernetes`
+client inside that process talking to the local API stand-in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from components import certificate, keygen
+from components.spec import load_spec
+from tests.conftest import config
+from tests.kube_api import Cluster, StandIn, Step, finished, running
+from tests.provider_plugin import DIFF_NONE, DIFF_SOME, UNKNOWN, ProviderPlugin, grpc_error, is_secret, secret
+
+KEYGEN_TYPE = "pulumi-python:dynamic/minicluster:CurveCertificate"
+LOCAL_TYPE = "pulumi-python:dynamic/minicluster:LocalCurveCertificate"
+SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")
+CERT = certificate.generate("dev-0")
+GOOD_LOG = f"{certificate.BEGIN_MARKER}\n{CERT.text()}{certificate.END_MARKER}\n"
+
+
+@pytest.fixture(scope="module")
+def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
+    server = StandIn(tmp_path_factory.mktemp("api"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def api(stand_in: StandIn) -> Cluster:
+    """The stand-in's cluster, reset: one namespace, a kubelet that runs the keygen pod to success."""
+    cluster = stand_in.cluster
+    with cluster.lock:
+        cluster.pods.clear()
+        cluster.faults.clear()
+        cluster.requests.clear()
+        cluster.namespaces = {"default"}
+    cluster.kubelet = lambda _pod: [Step(0.02, node="node-1", status=running()),
+                                    Step(0.02, status=finished(0), log=GOOD_LOG)]  # fmt: skip
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def plugin(stand_in: StandIn) -> Iterator[ProviderPlugin]:
+    process = ProviderPlugin(keygen.KeygenPodProvider(), KEYGEN_TYPE, {"KUBECONFIG": str(stand_in.cluster.kubeconfig)})
+    yield process
+    process.close()
+
+
+@pytest.fixture(scope="module")
+def local_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProviderPlugin]:
+    nowhere = tmp_path_factory.mktemp("no-cluster") / "kubeconfig"
+    process = ProviderPlugin(keygen.LocalKeygenProvider(), LOCAL_TYPE, {"KUBECONFIG": str(nowhere)})
+    yield process
+    process.close()
+
+
+def program_inputs(plugin: ProviderPlugin, **overrides: Any) -> dict[str, Any]:
+    """What `pulumi up` sends for the default stack: the program's own inputs, plus `__provider`."""
+    return plugin.with_provider({**keygen.certificate_inputs(SPEC, None, pod=True), **overrides})
+
+
+@pytest.fixture
+def created(plugin: ProviderPlugin, api: Cluster) -> tuple[str, dict[str, Any]]:
+    return plugin.create(program_inputs(plugin))
+
+
+# -- Create: the default `pulumi up` --------------------------------------------------------------
+
+
+def test_check_accepts_what_the_program_sends(plugin: ProviderPlugin) -> None:
+    assert list(plugin.check(program_inputs(plugin)).failures) == []
+
+
+def test_check_names_an_input_the_wire_cannot_make_whole(plugin: ProviderPlugin) -> None:
+    (failure,) = plugin.check(program_inputs(plugin, rotation=0.5)).failures
+    assert failure.property == "rotation"
+    assert "integer" in failure.reason
+
+
+def test_default_pulumi_up_creates_the_keygen_pod_with_whole_numbers(
+    api: Cluster, created: tuple[str, dict[str, Any]]
+) -> None:
+    (sent,) = api.created_pods()
+    assert sent["spec"]["activeDeadlineSeconds"] == 300
+    assert isinstance(sent["spec"]["activeDeadlineSeconds"], int)
+    assert sent["spec"]["containers"][0]["image"] == SPEC.image
+    assert api.pods == {}  # deleted after
+
+
+def test_create_returns_the_whole_certificate_as_a_secret(created: tuple[str, dict[str, Any]]) -> None:
+    resource_id, outs = created
+    assert resource_id == "default/dev/0"
+    assert is_secret(outs["certificate"])
+    assert certificate.parse(outs["certificate"]["value"]) == CERT
+    assert outs["publicKey"] == CERT.public_key
+
+
+def test_create_reports_a_missing_namespace_as_such(plugin: ProviderPlugin, api: Cluster) -> None:
+    api.namespaces = {"other"}
+    details = grpc_error(lambda: plugin.create(program_inputs(plugin)))
+    assert "namespace 'default' does not exist" in details
+    assert "cannot reach" not in details
+
+
+def test_create_names_a_missing_kube_context_and_the_ones_there_are(plugin: ProviderPlugin, api: Cluster) -> None:
+    details = grpc_error(lambda: plugin.create(program_inputs(plugin, kubeContext="nope")))
+    assert "kubeconfig context 'nope' does not exist" in details
+    assert "its contexts: standin" in details
+    assert api.requests == []
+
+
+# -- Diff, Update, Read, Delete: the key is stable ------------------------------------------------
+
+
+def test_diff_of_the_same_inputs_is_no_change(plugin: ProviderPlugin, created: tuple[str, dict[str, Any]]) -> None:
+    resource_id, outs = created
+    diff = plugin.diff(resource_id, outs, program_inputs(plugin))
+    assert (diff.changes, list(diff.replaces)) == (DIFF_NONE, [])
+
+
+def test_an_edited_provider_does_not_rotate_the_key(
+    plugin: ProviderPlugin, created: tuple[str, dict[str, Any]]
+) -> None:
+    resource_id, outs = created
+    edited = keygen.KeygenPodProvider()
+    edited.edited = True  # type: ignore[attr-defined]  # other code, other pickled bytes
+    from pulumi.dynamic.dynamic import serialize_provider
+
+    news = plugin.with_provider(keygen.certificate_inputs(SPEC, None, pod=True), serialize_provider(edited))
+    assert news["__provider"] != outs["__provider"]
+    diff = plugin.diff(resource_id, outs, news)
+    assert (diff.changes, list(diff.replaces)) == (DIFF_NONE, [])
+
+
+@pytest.mark.parametrize(
+    ("change", "replaced"), [({"rotation": 1}, ["rotation"]), ({"namespace": "hpc"}, ["namespace"])]
+)
+def test_rotation_or_namespace_replace_the_keypair(
+    plugin: ProviderPlugin, created: tuple[str, dict[str, Any]], change: dict[str, Any], replaced: list[str]
+) -> None:
+    resource_id, outs = created
+    diff = plugin.diff(resource_id, outs, program_inputs(plugin, **change))
+    assert (diff.changes, list(diff.replaces), diff.deleteBeforeReplace) == (DIFF_SOME, replaced, True)
+
+
+def test_other_changes_update_in_place_and_keep_the_secret_certificate(
+    plugin: ProviderPlugin, created: tuple[str, dict[str, Any]]
+) -> None:
+    resource_id, outs = created
+    news = program_inputs(plugin, timeout=900, kubeContext="kind-flux")
+    diff = plugin.diff(resource_id, outs, news)
+    assert (diff.changes, list(diff.replaces)) == (DIFF_SOME, [])
+    updated = plugin.update(resource_id, outs, news)
+    assert updated["certificate"] == outs["certificate"]
+    assert is_secret(updated["certificate"])
+    assert (updated["timeout"], updated["kubeContext"]) == (900, "kind-flux")
+
+
+def test_a_certificate_the_engine_sends_back_unwrapped_is_kept_and_stays_secret(
+    plugin: ProviderPlugin, created: tuple[str, dict[str, Any]]
+) -> None:
+    resource_id, outs = created
+    plain_state = {**outs, "certificate": outs["certificate"]["value"]}
+    assert plugin.diff(resource_id, plain_state, program_inputs(plugin)).changes == DIFF_NONE
+    updated = plugin.update(resource_id, plain_state, program_inputs(plugin, timeout=60))
+    assert updated["certificate"] == secret(CERT.text())
+
+
+@pytest.mark.parametrize(("unknown", "replaced"), [("rotation", ["rotation"]), ("kubeContext", [])])
+def test_preview_with_unknown_inputs(
+    plugin: ProviderPlugin, created: tuple[str, dict[str, Any]], unknown: str, replaced: list[str]
+) -> None:
+    resource_id, outs = created
+    diff = plugin.diff(resource_id, outs, program_inputs(plugin, **{unknown: UNKNOWN}))
+    assert (diff.changes, list(diff.replaces)) == (DIFF_SOME, replaced)
+
+
+def test_refresh_keeps_the_certificate(plugin: ProviderPlugin, created: tuple[str, dict[str, Any]]) -> None:
+    resource_id, outs = created
+    read_id, read = plugin.read(resource_id, outs)
+    assert read_id == resource_id
+    assert read["certificate"] == outs["certificate"]
+    assert read["publicKey"] == CERT.public_key
+
+
+def test_delete_touches_nothing_in_the_cluster(
+    plugin: ProviderPlugin, api: Cluster, created: tuple[str, dict[str, Any]]
+) -> None:
+    resource_id, outs = created
+    api.requests.clear()
+    plugin.delete(resource_id, outs)
+    assert api.requests == []
+
+
+# -- the local keypair ----------------------------------------------------------------------------
+
+
+def test_local_keypair_over_the_wire(local_plugin: ProviderPlugin) -> None:
+    inputs = local_plugin.with_provider(keygen.certificate_inputs(SPEC, pod=False))
+    assert list(local_plugin.check(inputs).failures) == []
+    resource_id, outs = local_plugin.create(inputs)
+    assert resource_id == "default/dev/0"  # not "default/dev/0.0"
+    assert is_secret(outs["certificate"])
+    made = certificate.parse(outs["certificate"]["value"])
+    assert (made.name, made.public_key) == ("dev-0", outs["publicKey"])
+    assert local_plugin.diff(resource_id, outs, inputs).changes == DIFF_NONE
+    rotated = local_plugin.diff(resource_id, outs, {**inputs, "rotation": 3})
+    assert list(rotated.replaces) == ["rotation"]

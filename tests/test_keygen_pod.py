@@ -1,0 +1,211 @@
+"""The keygen pod, run with the real `kubernetes` client against the local API stand-in (issue 10).
+
+Each test arranges what the API server and its kubelet do, and checks what the user is told. The
+certificate never appears in a message, and the pod is deleted whatever happened.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from components import certificate, kube, manifests
+from components.certificate import BEGIN_MARKER, END_MARKER
+from components.keygen_pod import KeygenError, run_keygen_pod
+from components.spec import load_spec
+from tests.conftest import IMAGE, config
+from tests.kube_api import Cluster, Step, finished, refused_url, running, waiting, write_kubeconfig
+
+CERT = certificate.generate("dev-0")
+GOOD_LOG = f"Saving /tmp/x/curve.cert\n{BEGIN_MARKER}\n{CERT.text()}{END_MARKER}\n"
+SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")
+POD = manifests.keygen_pod(SPEC, BEGIN_MARKER, END_MARKER)
+QUICK = (2.0, 2.0)
+
+
+def kubelet(*steps: Step) -> Any:
+    """Schedule the pod on node-1 at once, then do `steps`."""
+    return lambda _pod: [Step(0.02, node="node-1"), *steps]
+
+
+def run(pod: dict[str, Any] = POD, timeout: float = 10, request_timeout: tuple[float, float] = QUICK) -> Any:
+    core = client.CoreV1Api(kube.api_client(None))
+    return run_keygen_pod(core, pod, timeout, request_timeout=request_timeout)
+
+
+def failure(**kwargs: Any) -> str:
+    with pytest.raises(KeygenError) as raised:
+        run(**kwargs)
+    message = str(raised.value)
+    assert CERT.secret_key not in message
+    return message
+
+
+def deleted(api: Cluster) -> list[str]:
+    return [path.rsplit("/", 1)[1] for method, path, _ in api.requests if method == "DELETE"]
+
+
+# -- success --------------------------------------------------------------------------------------
+
+
+def test_the_certificate_arrives_as_soon_as_the_pod_succeeds(kube_api: Cluster) -> None:
+    kube_api.kubelet = kubelet(Step(0.05, status=running()), Step(0.05, status=finished(0), log=GOOD_LOG))
+    started = time.monotonic()
+    assert run() == CERT
+    assert time.monotonic() - started < 1.5  # watched: a 2 s poll would read it at 2 s at the earliest
+
+
+def test_the_pod_sent_has_whole_numbers_and_is_deleted_after(kube_api: Cluster) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=finished(0), log=GOOD_LOG))
+    run()
+    (sent,) = kube_api.created_pods()
+    assert sent["spec"]["activeDeadlineSeconds"] == 300
+    assert isinstance(sent["spec"]["activeDeadlineSeconds"], int)
+    assert deleted(kube_api) == [sent_name(kube_api)]
+    assert kube_api.pods == {}
+
+
+def sent_name(api: Cluster) -> str:
+    (name,) = {str(pod["metadata"]["name"]) for _, _, pod in api.history}
+    return name
+
+
+def test_a_failed_delete_does_not_hide_the_certificate(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=finished(0), log=GOOD_LOG))
+    kube_api.fail("DELETE", "/pods/", 500, "etcdserver: request timed out")
+    assert run() == CERT
+    err = capsys.readouterr().err
+    assert "could not delete keygen pod default/dev-keygen-" in err
+    assert "etcdserver: request timed out" in err
+    assert "kubectl delete pod -n default dev-keygen-" in err
+
+
+# -- what the pod did -----------------------------------------------------------------------------
+
+
+def test_an_image_that_cannot_be_pulled(kube_api: Cluster) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=waiting("ImagePullBackOff", "Back-off pulling image")))
+    assert f"cannot pull image '{IMAGE}' (ImagePullBackOff: Back-off pulling image)" in failure()
+    assert len(deleted(kube_api)) == 1
+
+
+def test_an_image_without_flux(kube_api: Cluster) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=finished(127), log="/bin/sh: 3: flux: not found\n"))
+    assert "has no `flux` command (exit 127)" in failure()
+    assert len(deleted(kube_api)) == 1
+
+
+def test_a_failed_pod_shows_its_last_log_lines_without_key_material(kube_api: Cluster) -> None:
+    leaked = f'flux-keygen: error\n    secret-key = "{CERT.secret_key}"\nflux-keygen: Permission denied\n'
+    kube_api.kubelet = kubelet(Step(0.02, status=finished(1), log=leaked))
+    message = failure()
+    assert "the keygen pod failed (exit 1)" in message
+    assert "flux-keygen: Permission denied" in message
+    assert "<redacted>" in message
+
+
+def test_a_pod_killed_by_its_deadline(kube_api: Cluster) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=finished(137, reason="DeadlineExceeded")))
+    assert "ran out of time (activeDeadlineSeconds)" in failure()
+
+
+def test_output_that_is_not_a_certificate(kube_api: Cluster) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=finished(0), log="hello\n"))
+    assert "not a usable certificate" in failure()
+    assert len(deleted(kube_api)) == 1
+
+
+def test_a_pod_that_stays_pending_times_out_with_its_phase_and_events(kube_api: Cluster) -> None:
+    def events_of_the_pod(pod: dict[str, Any]) -> list[Step]:
+        kube_api.add_event("default", pod["metadata"]["name"], "FailedScheduling", "0/3 nodes are available")
+        return []
+
+    kube_api.kubelet = events_of_the_pod
+    started = time.monotonic()
+    message = failure(timeout=1)
+    assert time.monotonic() - started < 3
+    assert "did not finish within 1s (phase Pending)" in message
+    assert "FailedScheduling: 0/3 nodes are available" in message
+    assert len(deleted(kube_api)) == 1
+
+
+def test_a_pod_deleted_by_someone_else(kube_api: Cluster) -> None:
+    kube_api.kubelet = kubelet(Step(0.05, delete=True))
+    assert "was deleted before it finished" in failure()
+
+
+# -- what the API server said ---------------------------------------------------------------------
+
+
+def test_a_missing_namespace(kube_api: Cluster) -> None:
+    kube_api.namespaces = {"other"}
+    assert "namespace 'default' does not exist: create it (kubectl create namespace default)" in failure()
+    assert deleted(kube_api) == []  # nothing was created
+
+
+def test_rbac_denied(kube_api: Cluster) -> None:
+    forbidden = 'pods is forbidden: User "dev" cannot create resource "pods" in API group "" in the namespace "default"'
+    kube_api.fail("POST", "/pods$", 403, forbidden)
+    message = failure()
+    assert "refused creating the keygen pod in namespace 'default' (403: pods is forbidden: User" in message
+    assert "check your RBAC" in message
+
+
+@pytest.mark.parametrize(("status", "said"), [(409, 'pods "dev-keygen-x" already exists'),
+                                              (500, "etcdserver: leader changed")])  # fmt: skip
+def test_other_refusals_are_reported_as_refusals_with_the_servers_message(
+    kube_api: Cluster, status: int, said: str
+) -> None:
+    kube_api.fail("POST", "/pods$", status, said)
+    message = failure()
+    assert f"the Kubernetes API refused creating the keygen pod ({status}: {said})" in message
+    assert "cannot reach" not in message
+
+
+def test_a_request_the_client_refuses_is_reported_as_our_bug(kube_api: Cluster) -> None:
+    broken = json.loads(json.dumps(POD))
+    broken["spec"]["activeDeadlineSeconds"] = 300.0  # what the engine's wire made of it before issue 10
+    message = failure(pod=broken)
+    assert "the keygen pod was not sent: the Kubernetes client refused it" in message
+    assert "activeDeadlineSeconds" in message
+    assert "bug in the MiniCluster program" in message
+    assert "cannot reach" not in message
+    assert kube_api.requests == []
+
+
+def test_the_stand_in_decodes_as_strictly_as_the_api_server(kube_api: Cluster) -> None:
+    """The client above refuses 300.0 itself; the API server refuses it too, and so does the stand-in."""
+    body = json.loads(json.dumps(POD))
+    body["metadata"]["name"] = "direct"
+    body["spec"]["activeDeadlineSeconds"] = 300.0
+    request = urllib.request.Request(
+        f"{kube_api.url}/api/v1/namespaces/default/pods", json.dumps(body).encode(), method="POST"
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request)
+    assert refused.value.code == 400
+    assert "spec.activeDeadlineSeconds: 300.0 is not of type 'integer'" in json.loads(refused.value.read())["message"]
+
+
+# -- the connection -------------------------------------------------------------------------------
+
+
+def test_connection_refused(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "config", {"gone": refused_url()})))
+    message = failure()
+    assert "cannot reach the Kubernetes cluster while creating the keygen pod (Connection refused)" in message
+    assert "kubernetes:context" in message
+
+
+def test_an_api_server_that_answers_too_slowly(kube_api: Cluster) -> None:
+    kube_api.fail("POST", "/pods$", delay=1.5)
+    started = time.monotonic()
+    message = failure(request_timeout=(0.5, 0.5))
+    assert "cannot reach the Kubernetes cluster while creating the keygen pod" in message
+    assert "did not answer in time" in message
+    assert time.monotonic() - started < 1.4
