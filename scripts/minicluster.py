@@ -1,23 +1,28 @@
 #!/usr/bin/env python3
-"""Operate a deployed MiniCluster: its stack file says which one; the current kubeconfig context says where.
+"""Operate a deployed MiniCluster: its stack file says which one; the kubeconfig context says where.
 
-    python scripts/minicluster.py list   --stack dev      # pods: rank, phase, node, restarts, age
-    python scripts/minicluster.py logs   --stack dev [--rank I] [--follow]
+    python scripts/minicluster.py list   --stack dev      # pods: rank, state (with the reason), node, restarts, age
+    python scripts/minicluster.py status --stack dev      # Job state, pods per phase, why pods wait, indexes, age
+    python scripts/minicluster.py logs   --stack dev [--rank I | --all] [--follow]
     python scripts/minicluster.py wait   --stack dev [--timeout S]   # live progress; exits with the Job's result
-    python scripts/minicluster.py status --stack dev      # Job state, pods per phase, indexes, age
     python scripts/minicluster.py exec   --stack dev [--rank I] -- flux resource list
 
-Exit codes: 0 success; 1 the Job failed (wait) or the command failed (exec); 2 a usage or config error;
-3 the cluster, namespace or MiniCluster cannot be found; 4 wait timed out.
+Exit codes: 0 success; 1 the Job failed (wait), the command failed (exec) or this tool failed;
+2 a usage or config error (stack file, kubeconfig context); 3 the namespace, the MiniCluster or the
+rank is not there, or was deleted while the command ran; 4 wait timed out; 5 the pod is not running
+(not created, not scheduled, not started, restarting, or finished: exec); 6 the cluster cannot be
+reached, or its API server is failing; 7 access denied (RBAC).
 """
 
 from __future__ import annotations
 
 import argparse
+import queue
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,26 +40,91 @@ from components.names import INDEX_LABEL
 from components.spec import ConfigError, MiniClusterSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT = 0, 1, 2, 3, 4
+EXIT_NOT_RUNNING, EXIT_UNREACHABLE, EXIT_DENIED, EXIT_INTERRUPTED = 5, 6, 7, 130
+STREAM_TIMEOUT = (kube.REQUEST_TIMEOUT[0], 7 * 24 * 3600.0)
+"""A followed log may be silent for as long as the broker is (the client takes no "never" here)."""
 
 
-class NotFound(RuntimeError):
-    """The cluster, the namespace or the MiniCluster is not there: one clear line, exit 3."""
+class Failure(RuntimeError):
+    """One clear line for the user, and the exit code that goes with it."""
+
+    def __init__(self, exit_code: int, message: str, problem: kube.ApiProblem | None = None) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+        self.problem = problem
+        """The failed request behind it, if any."""
+
+
+def note(message: str) -> None:
+    """What the user should know beside the output (which stays clean for pipes)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+# -- what a pod is doing (pure) -------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Apis:
-    core: Any  # CoreV1Api-like
-    batch: Any  # BatchV1Api-like
+class PodState:
+    label: str
+    """Running, Pending, ContainerCreating, CrashLoopBackOff, ImagePullBackOff, Succeeded, Failed, …"""
+    detail: str = ""
+    """The scheduler's or the kubelet's own words, or the exit code."""
+    has_log: bool = False
+    running: bool = False
+    finished: bool = False
+    restarting: bool = False
+    """Its broker exited and waits to be started again: the log worth reading is the last run's."""
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.detail})" if self.detail else self.label
 
 
-# -- reading the cluster --------------------------------------------------------------------------
+def pod_state(pod: Any) -> PodState:
+    status = pod.status
+    if status.phase in ("Succeeded", "Failed"):
+        code = _exit_code(pod)
+        detail = f"exit {code}" if code is not None else (status.reason or "")
+        return PodState(status.phase, detail, has_log=pod.spec.node_name is not None, finished=True)
+    if pod.metadata.deletion_timestamp is not None:
+        return PodState("Terminating", has_log=True)
+    if not pod.spec.node_name:
+        return PodState("Pending", _scheduling(pod) or "waiting for the scheduler")
+    broker = _broker_status(pod)
+    if broker is None or broker.state is None:
+        return PodState("PodInitializing", _init_waiting(pod))
+    if broker.state.running is not None:
+        return PodState("Running", has_log=True, running=True)
+    waiting = broker.state.waiting
+    if waiting is not None:
+        restarted = broker.restart_count > 0
+        detail = waiting.message or (f"restarted {broker.restart_count} times" if restarted else "")
+        return PodState(waiting.reason or "Waiting", detail, has_log=restarted, restarting=restarted)
+    return PodState(status.phase or "Unknown", has_log=True)
 
 
-def broker_pods(apis: Apis, spec: MiniClusterSpec) -> list[Any]:
-    """This MiniCluster's broker pods only (not its keygen pod, not another MiniCluster's), by rank."""
-    selector = ",".join(f"{key}={value}" for key, value in labels(spec, "broker").items())
-    pods = _call(apis, spec, lambda: apis.core.list_namespaced_pod(spec.namespace, label_selector=selector)).items
-    return sorted(pods, key=lambda pod: (rank_of(pod), pod.metadata.creation_timestamp or datetime.min))
+def _broker_status(pod: Any) -> Any:
+    return next((s for s in pod.status.container_statuses or [] if s.name == BROKER_CONTAINER), None)
+
+
+def _exit_code(pod: Any) -> int | None:
+    broker = _broker_status(pod)
+    terminated = broker.state.terminated if broker is not None and broker.state is not None else None
+    return int(terminated.exit_code) if terminated is not None else None
+
+
+def _scheduling(pod: Any) -> str:
+    for condition in pod.status.conditions or []:
+        if condition.type == "PodScheduled" and condition.status == "False":
+            return ": ".join(part for part in (condition.reason, condition.message) if part)
+    return ""
+
+
+def _init_waiting(pod: Any) -> str:
+    for status in pod.status.init_container_statuses or []:
+        waiting = status.state.waiting if status.state else None
+        if waiting is not None:
+            return f"{status.name}: {waiting.reason}" + (f": {waiting.message}" if waiting.message else "")
+    return ""
 
 
 def rank_of(pod: Any) -> int:
@@ -62,42 +132,10 @@ def rank_of(pod: Any) -> int:
     return int(value) if value is not None else -1
 
 
-def read_job(apis: Apis, spec: MiniClusterSpec) -> Any:
-    """Every subcommand starts here, so a stack that was never deployed is reported as such."""
-    return _call(apis, spec, lambda: apis.batch.read_namespaced_job(spec.name, spec.namespace))
-
-
-def _call(apis: Apis, spec: MiniClusterSpec, request: Callable[[], Any]) -> Any:
-    """One API request, with the ways it commonly fails turned into one clear line."""
-    try:
-        return request()
-    except Exception as error:
-        status = getattr(error, "status", None)
-        if status is None:
-            raise NotFound(
-                f"cannot reach the Kubernetes cluster ({type(error).__name__}); check `kubectl cluster-info`"
-            ) from None
-        if status == 404:
-            raise NotFound(_missing(apis, spec)) from None
-        raise
-
-
-def _missing(apis: Apis, spec: MiniClusterSpec) -> str:
-    try:
-        apis.core.read_namespace(spec.namespace)
-    except Exception as error:
-        if getattr(error, "status", None) == 404:
-            return f"namespace {spec.namespace!r} does not exist: is minicluster:namespace right, and the context?"
-    return f"MiniCluster {spec.name!r} is not deployed in namespace {spec.namespace!r}: run `pulumi up --stack <stack>`"
-
-
-# -- summaries (pure) -----------------------------------------------------------------------------
-
-
 def age(timestamp: datetime | None, now: datetime) -> str:
     if timestamp is None:
         return "-"
-    seconds = int((now - timestamp).total_seconds())
+    seconds = max(0, int((now - timestamp).total_seconds()))  # a skewed clock is no reason for "-5s"
     for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
         if seconds >= size:
             return f"{seconds // size}{unit}"
@@ -108,9 +146,9 @@ def restarts(pod: Any) -> int:
     return sum(status.restart_count for status in (pod.status.container_statuses or []))
 
 
-def pod_rows(pods: Iterable[Any], now: datetime) -> list[tuple[str, ...]]:
+def pod_rows(pods: Sequence[Any], now: datetime) -> list[tuple[str, ...]]:
     return [
-        (str(rank_of(pod)), pod.metadata.name, pod.status.phase, pod.spec.node_name or "-", str(restarts(pod)),
+        (str(rank_of(pod)), pod.metadata.name, str(pod_state(pod)), pod.spec.node_name or "-", str(restarts(pod)),
          age(pod.metadata.creation_timestamp, now))
         for pod in pods
     ]  # fmt: skip
@@ -124,14 +162,24 @@ def job_state(job: Any) -> str:
     return "Running"
 
 
+def waiting_reasons(pods: Sequence[Any]) -> list[str]:
+    """Why pods that should run do not, one line per rank."""
+    return [f"rank {rank_of(pod)}: {pod_state(pod)}" for pod in pods if not _settled(pod_state(pod))]
+
+
+def _settled(state: PodState) -> bool:
+    return state.running or state.finished
+
+
 def status_rows(job: Any, pods: Sequence[Any], now: datetime) -> list[tuple[str, str]]:
     phases = Counter(pod.status.phase for pod in pods)
     return [
         ("job", f"{job.metadata.namespace}/{job.metadata.name}"),
         ("state", job_state(job)),
-        ("pods", ", ".join(f"{count} {phase}" for phase, count in sorted(phases.items())) or "none"),
+        ("pods", ", ".join(f"{count} {phase}" for phase, count in sorted(phases.items())) or "none yet"),
+        *(("waiting", reason) for reason in waiting_reasons(pods)),
         ("completed indexes", job.status.completed_indexes or "none"),
-        ("failed indexes", getattr(job.status, "failed_indexes", None) or "none"),
+        ("failed indexes", job.status.failed_indexes or "none"),
         ("age", age(job.metadata.creation_timestamp, now)),
     ]
 
@@ -145,106 +193,324 @@ class Progress:
     running: int
     stage: str
     exit_code: int | None  # set once there is nothing more to wait for
+    reason: str = ""
+
+    def line(self) -> str:
+        why = f" ({self.reason})" if self.reason else ""
+        return f"{self.stage}{why}"
 
 
 def progress(job: Any, pods: Sequence[Any], spec: MiniClusterSpec) -> Progress:
     scheduled = sum(1 for pod in pods if pod.spec.node_name)
-    running = sum(1 for pod in pods if pod.status.phase == "Running")
+    running = sum(1 for pod in pods if pod_state(pod).running)
+    reasons = waiting_reasons(pods)
+    reason = reasons[0] if reasons else ""
     state = job_state(job)
+
+    def at(stage: str, exit_code: int | None = None) -> Progress:
+        return Progress(spec.size, scheduled, running, stage, exit_code, "" if exit_code is not None else reason)
+
     if state.startswith("Complete"):
-        return Progress(spec.size, scheduled, running, "the job completed", EXIT_OK)
+        return at("the job completed", EXIT_OK)
     if state.startswith("Failed"):
-        return Progress(spec.size, scheduled, running, f"the job failed: {state}", EXIT_FAILED)
+        return at(f"the job failed: {state}", EXIT_FAILED)
+    if not pods:
+        return at("waiting for the Job's pods")
     if scheduled < spec.size:
-        return Progress(spec.size, scheduled, running, "scheduling pods", None)
+        return at("scheduling pods")
     if running < spec.size:
-        return Progress(spec.size, scheduled, running, "starting brokers", None)
+        return at("starting brokers")
     if spec.persistent:
-        return Progress(spec.size, scheduled, running, "every broker is up; the instance stays up", EXIT_OK)
-    return Progress(spec.size, scheduled, running, "Flux is up; the command is running", None)
+        return at("every broker is up; the instance stays up", EXIT_OK)
+    return at("Flux is up; the command is running")
+
+
+# -- reading the cluster --------------------------------------------------------------------------
+
+
+class Cluster:
+    """This stack's MiniCluster as the API server sees it. Every failed request becomes a Failure."""
+
+    def __init__(self, api_client: Any, spec: MiniClusterSpec) -> None:
+        from kubernetes import client
+
+        self.core, self.batch, self.spec = client.CoreV1Api(api_client), client.BatchV1Api(api_client), spec
+        self.host = api_client.configuration.host
+        self.job_seen = False
+
+    def call(self, request: Callable[[], Any], missing: Callable[[], Failure] | None = None) -> Any:
+        try:
+            return request()
+        except Failure:
+            raise
+        except Exception as error:
+            found = kube.problem(error)
+            if found.kind == "not-found":
+                raise (missing or self._missing)() from None
+            raise self._failure(found) from None
+
+    def call_on_pod(self, pod: Any, request: Callable[[], Any]) -> Any:
+        """A request that needs the pod's container running: a 400 means it stopped (or never ran) meanwhile."""
+        name = pod.metadata.name
+        try:
+            return self.call(request, missing=lambda: self._gone(name))
+        except Failure as failure:
+            if failure.problem is not None and failure.problem.status == 400:
+                message = f"pod {name} is not running: {failure.problem.detail}; see `status`"
+                raise Failure(EXIT_NOT_RUNNING, message) from None
+            raise
+
+    def _failure(self, found: kube.ApiProblem) -> Failure:
+        namespace = self.spec.namespace
+        if found.kind == "unreachable":
+            return Failure(
+                EXIT_UNREACHABLE,
+                f"cannot reach the Kubernetes cluster at {self.host} ({found.detail}); "
+                "check `kubectl cluster-info` and --context",
+            )
+        if found.kind == "server-error":
+            return Failure(EXIT_UNREACHABLE, f"the Kubernetes API server failed ({found.status}: {found.detail})")
+        if found.kind == "denied":
+            return Failure(
+                EXIT_DENIED,
+                f"access denied ({found.status}: {found.detail}); this needs get, list and watch on jobs and pods, "
+                f"get on pods/log and create on pods/exec in namespace {namespace!r}",
+            )
+        if found.kind == "client-side":
+            return Failure(EXIT_FAILED, f"this tool failed: the Kubernetes client refused its request ({found.detail})")
+        return Failure(EXIT_FAILED, f"the Kubernetes API refused the request ({found.status}: {found.detail})", found)
+
+    def _missing(self) -> Failure:
+        spec = self.spec
+        if self.job_seen:
+            return Failure(
+                EXIT_NOT_FOUND,
+                f"MiniCluster {spec.name!r} was deleted while this command ran "
+                "(pulumi destroy, or a replacement of its Job)",
+            )
+        try:
+            self.core.read_namespace(spec.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
+        except Exception as error:
+            if kube.problem(error).kind == "not-found":
+                return Failure(
+                    EXIT_NOT_FOUND,
+                    f"namespace {spec.namespace!r} does not exist: is minicluster:namespace right, and the context?",
+                )
+        return Failure(
+            EXIT_NOT_FOUND,
+            f"MiniCluster {spec.name!r} is not deployed in namespace {spec.namespace!r}: "
+            "run `pulumi up --stack <stack>`",
+        )
+
+    def job(self) -> Any:
+        """Every subcommand starts here, so a stack that was never deployed is reported as such."""
+        spec = self.spec
+        found = self.call(
+            lambda: self.batch.read_namespaced_job(spec.name, spec.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
+        )
+        self.job_seen = True
+        return found
+
+    def pods(self) -> list[Any]:
+        """This MiniCluster's broker pods only (not its keygen pod, not another MiniCluster's), by rank.
+        None at all: the Job is read again, so that a MiniCluster deleted meanwhile is said to be."""
+        selector = ",".join(f"{key}={value}" for key, value in labels(self.spec, "broker").items())
+        found = self.call(
+            lambda: self.core.list_namespaced_pod(
+                self.spec.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT
+            )
+        ).items
+        if not found and self.job_seen:
+            self.job()
+        return sorted(found, key=lambda pod: (rank_of(pod), pod.metadata.creation_timestamp or datetime.min))
+
+    def pod_of_rank(self, rank: int) -> Any:
+        spec = self.spec
+        if not 0 <= rank < spec.size:
+            raise Failure(
+                EXIT_NOT_FOUND, f"MiniCluster {spec.name!r} has no rank {rank} (it has {spec.size}: 0-{spec.size - 1})"
+            )
+        self.job()
+        for pod in self.pods():
+            if rank_of(pod) == rank:
+                return pod
+        raise Failure(EXIT_NOT_RUNNING, f"rank {rank} has no pod yet (the Job has not created it); see `status`")
+
+    def log_lines(self, pod: Any, *, follow: bool, previous: bool) -> Iterator[str]:
+        from kubernetes.watch.watch import iter_resp_lines
+
+        response = self.call_on_pod(
+            pod,
+            lambda: self.core.read_namespaced_pod_log(
+                pod.metadata.name, self.spec.namespace, container=BROKER_CONTAINER, follow=follow, previous=previous,
+                _preload_content=False, _request_timeout=STREAM_TIMEOUT if follow else kube.REQUEST_TIMEOUT,
+            ),
+        )  # fmt: skip
+        try:
+            yield from iter_resp_lines(response)  # type: ignore[no-untyped-call]
+        except Exception as error:  # the connection dropped mid-stream
+            raise self._failure(kube.problem(error)) from None
+        finally:
+            response.release_conn()
+
+    def _gone(self, pod_name: str) -> Failure:
+        return Failure(
+            EXIT_NOT_FOUND,
+            f"MiniCluster {self.spec.name!r} was deleted while this command ran (its pod {pod_name} is gone)",
+        )
+
+    def exec(self, pod: Any, command: list[str]) -> tuple[str, str, int]:
+        from kubernetes.stream import stream
+
+        name = pod.metadata.name
+
+        def run() -> Any:
+            session = stream(
+                self.core.connect_get_namespaced_pod_exec, name, self.spec.namespace, container=BROKER_CONTAINER,
+                command=command, stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
+            )  # fmt: skip
+            session.run_forever()
+            return session
+
+        session = self.call_on_pod(pod, run)
+        return session.read_stdout(), session.read_stderr(), int(session.returncode or 0)
 
 
 # -- subcommands ----------------------------------------------------------------------------------
 
 
-def cmd_list(apis: Apis, spec: MiniClusterSpec, console: Console) -> int:
-    read_job(apis, spec)
-    table = Table("rank", "pod", "phase", "node", "restarts", "age", title=f"MiniCluster {spec.name}")
-    for row in pod_rows(broker_pods(apis, spec), datetime.now(UTC)):
+def cmd_list(cluster: Cluster, console: Console) -> int:
+    cluster.job()
+    pods = cluster.pods()
+    table = Table("rank", "pod", "state", "node", "restarts", "age", title=f"MiniCluster {cluster.spec.name}")
+    for row in pod_rows(pods, datetime.now(UTC)):
         table.add_row(*row)
     console.print(table)
+    if not pods:
+        note("no broker pods yet: the Job exists, and Kubernetes has not created its pods")
     return EXIT_OK
 
 
-def cmd_status(apis: Apis, spec: MiniClusterSpec, console: Console) -> int:
-    job = read_job(apis, spec)
-    table = Table("", "", show_header=False, title=f"MiniCluster {spec.name}")
-    for key, value in status_rows(job, broker_pods(apis, spec), datetime.now(UTC)):
+def cmd_status(cluster: Cluster, console: Console) -> int:
+    job = cluster.job()
+    table = Table("", "", show_header=False, box=None, title=f"MiniCluster {cluster.spec.name}")
+    for key, value in status_rows(job, cluster.pods(), datetime.now(UTC)):
         table.add_row(key, value)
     console.print(table)
     return EXIT_OK
 
 
-def cmd_logs(apis: Apis, spec: MiniClusterSpec, console: Console, rank: int, follow: bool) -> int:
-    pod = pod_of_rank(apis, spec, rank)
-    stream = _call(
-        apis,
-        spec,
-        lambda: apis.core.read_namespaced_pod_log(
-            pod.metadata.name, spec.namespace, container=BROKER_CONTAINER, follow=follow, _preload_content=False
-        ),
-    )
-    for chunk in stream.stream():
-        console.file.write(chunk.decode(errors="replace"))
+def cmd_logs(cluster: Cluster, rank: int, follow: bool) -> int:
+    pod = cluster.pod_of_rank(rank)
+    state = pod_state(pod)
+    if not state.has_log:
+        raise Failure(EXIT_NOT_RUNNING, f"rank {rank}'s pod {pod.metadata.name} has not started: {state}; see `status`")
+    if state.restarting:
+        note(f"rank {rank}'s broker is not running ({state}); the log of its last run:")
+    shown = 0
+    for line in cluster.log_lines(pod, follow=follow and not state.restarting, previous=state.restarting):
+        print(line, flush=follow)
+        shown += 1
+    if not shown:
+        note(f"rank {rank}'s log is empty so far")
+    if state.label == "Failed":
+        note(f"rank {rank}'s pod failed ({state.detail})")
     return EXIT_OK
 
 
+def cmd_logs_all(cluster: Cluster, follow: bool) -> int:
+    """Every rank's log, each line prefixed with its rank; following, lines come as the brokers write them."""
+    cluster.job()
+    by_rank = {rank_of(pod): pod for pod in cluster.pods()}
+    readable = []
+    for rank in range(cluster.spec.size):
+        pod = by_rank.get(rank)
+        state = pod_state(pod) if pod is not None else None
+        if state is None:
+            note(f"rank {rank}: no pod yet")
+        elif not state.has_log:
+            note(f"rank {rank}: not started: {state}")
+        else:
+            readable.append((rank, pod, state.restarting))
+    if not readable:
+        raise Failure(EXIT_NOT_RUNNING, "no rank's broker has started yet; see `status`")
+    lines = _merged if follow else _in_rank_order
+    for rank, line in lines(cluster, readable, follow):
+        print(f"[rank {rank}] {line}", flush=follow)
+    return EXIT_OK
+
+
+def _in_rank_order(cluster: Cluster, readable: list[tuple[int, Any, bool]], _follow: bool) -> Iterator[tuple[int, str]]:
+    for rank, pod, previous in readable:
+        for line in cluster.log_lines(pod, follow=False, previous=previous):
+            yield rank, line
+
+
+def _merged(cluster: Cluster, readable: list[tuple[int, Any, bool]], _follow: bool) -> Iterator[tuple[int, str]]:
+    """One reader thread per rank; lines are printed as they arrive, a failure ends them all."""
+    lines: queue.Queue[tuple[int, str] | Failure | None] = queue.Queue()
+
+    def read(rank: int, pod: Any, previous: bool) -> None:
+        try:
+            for line in cluster.log_lines(pod, follow=not previous, previous=previous):
+                lines.put((rank, line))
+        except Failure as failure:
+            lines.put(failure)
+        finally:
+            lines.put(None)
+
+    for reader in readable:
+        threading.Thread(target=read, args=reader, daemon=True).start()
+    open_streams = len(readable)
+    while open_streams:
+        item = lines.get()
+        if item is None:
+            open_streams -= 1
+        elif isinstance(item, Failure):
+            raise item
+        else:
+            yield item
+
+
 def cmd_wait(
-    apis: Apis,
-    spec: MiniClusterSpec,
+    cluster: Cluster,
     console: Console,
     timeout: float,
     poll: float = 2.0,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
 ) -> int:
+    spec = cluster.spec
     deadline = clock() + timeout
     with Live(console=console, transient=False, auto_refresh=False) as live:
         while True:
-            state = progress(read_job(apis, spec), broker_pods(apis, spec), spec)
+            state = progress(cluster.job(), cluster.pods(), spec)
             live.update(
-                f"[bold]{spec.name}[/]: {state.stage} (scheduled {state.scheduled}/{state.size}, "
+                f"[bold]{spec.name}[/]: {state.line()} (scheduled {state.scheduled}/{state.size}, "
                 f"running {state.running}/{state.size})",
                 refresh=True,
             )
             if state.exit_code is not None:
                 return state.exit_code
             if clock() >= deadline:
-                console.print(f"timed out after {timeout:g}s: {state.stage}")
-                return EXIT_TIMEOUT
-            sleep(poll)
+                raise Failure(EXIT_TIMEOUT, f"timed out after {timeout:g}s: {state.line()}")
+            sleep(max(0.0, min(poll, deadline - clock())))
 
 
-def cmd_exec(apis: Apis, spec: MiniClusterSpec, console: Console, rank: int, command: list[str]) -> int:
-    from kubernetes.stream import stream
-
-    pod = pod_of_rank(apis, spec, rank)
-    command = ["env", f"FLUX_URI={LOCAL_URI}", *command]  # so flux commands find this broker
-    response = stream(
-        apis.core.connect_get_namespaced_pod_exec, pod.metadata.name, spec.namespace, container=BROKER_CONTAINER,
-        command=command, stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
-    )  # fmt: skip
-    response.run_forever()
-    console.file.write(response.read_stdout() + response.read_stderr())
-    return EXIT_OK if response.returncode in (0, None) else EXIT_FAILED
-
-
-def pod_of_rank(apis: Apis, spec: MiniClusterSpec, rank: int) -> Any:
-    read_job(apis, spec)
-    for pod in broker_pods(apis, spec):
-        if rank_of(pod) == rank:
-            return pod
-    raise NotFound(f"MiniCluster {spec.name!r} has no pod for rank {rank} (it has {spec.size}: 0-{spec.size - 1})")
+def cmd_exec(cluster: Cluster, rank: int, command: list[str]) -> int:
+    pod = cluster.pod_of_rank(rank)
+    state = pod_state(pod)
+    if state.finished:
+        raise Failure(EXIT_NOT_RUNNING, f"rank {rank}'s pod has finished: {state}; nothing runs there to exec into")
+    if not state.running:
+        raise Failure(EXIT_NOT_RUNNING, f"rank {rank}'s broker is not running: {state}; see `status`")
+    stdout, stderr, code = cluster.exec(pod, ["env", f"FLUX_URI={LOCAL_URI}", *command])  # finds this broker
+    sys.stdout.write(stdout)
+    sys.stderr.write(stderr)
+    if code:
+        note(f"the command exited with status {code}")
+        return EXIT_FAILED
+    return EXIT_OK
 
 
 # -- command line ---------------------------------------------------------------------------------
@@ -260,6 +526,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         if name in ("logs", "exec"):
             sub.add_argument("--rank", type=int, default=0, help="which broker (default 0)")
         if name == "logs":
+            sub.add_argument("--all", action="store_true", help="every rank, each line prefixed with its rank")
             sub.add_argument("--follow", "-f", action="store_true")
         if name == "wait":
             sub.add_argument("--timeout", type=float, default=3600, help="seconds (default 3600)")
@@ -268,43 +535,35 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def connect(context: str | None) -> Apis:
-    from kubernetes import client
-
-    try:
-        api = kube.api_client(context)
-    except kube.NoCluster as error:
-        raise NotFound(str(error)) from None
-    return Apis(client.CoreV1Api(api), client.BatchV1Api(api))
-
-
-def run(args: argparse.Namespace, apis: Apis, spec: MiniClusterSpec, console: Console) -> int:
+def run(args: argparse.Namespace, cluster: Cluster, console: Console) -> int:
     if args.command == "list":
-        return cmd_list(apis, spec, console)
+        return cmd_list(cluster, console)
     if args.command == "status":
-        return cmd_status(apis, spec, console)
+        return cmd_status(cluster, console)
     if args.command == "logs":
-        return cmd_logs(apis, spec, console, args.rank, args.follow)
+        return cmd_logs_all(cluster, args.follow) if args.all else cmd_logs(cluster, args.rank, args.follow)
     if args.command == "wait":
-        return cmd_wait(apis, spec, console, args.timeout)
-    command = [word for word in args.exec_command if word != "--"] or [spec.flux_path, "resource", "list"]
-    return cmd_exec(apis, spec, console, args.rank, command)
+        return cmd_wait(cluster, console, args.timeout)
+    command = [word for word in args.exec_command if word != "--"] or [cluster.spec.flux_path, "resource", "list"]
+    return cmd_exec(cluster, args.rank, command)
 
 
-def main(argv: Sequence[str] | None = None, apis: Apis | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    console = Console()
+    # Off a terminal (a pipe, a file), a table keeps each row on one line.
+    console = Console() if sys.stdout.isatty() else Console(width=250)
     try:
         spec, _ = stack_file.load(stack_file.stack_path(args.stack))
-        return run(args, apis or connect(args.context), spec, console)
-    except ConfigError as error:
+        cluster = Cluster(kube.api_client(args.context), spec)
+        return run(args, cluster, console)
+    except (ConfigError, kube.NoCluster) as error:
         print(f"error: {error}", file=sys.stderr)  # plain print: one line, never wrapped
         return EXIT_USAGE
-    except NotFound as error:
-        print(f"error: {error}", file=sys.stderr)
-        return EXIT_NOT_FOUND
+    except Failure as failure:
+        print(f"error: {failure}", file=sys.stderr)
+        return failure.exit_code
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

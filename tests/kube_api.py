@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-import jsonschema
 import yaml
-from kubernetes_validate import utils as schema_files
+
+from tests import schemas
 
 Json = dict[str, Any]
 SCHEMA_VERSION = "1.33.0"
-CREATED = "2026-11-22T10:00:00Z"
+CREATED = "2026-01-01T00:00:00Z"
 WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "AlreadyExists",
            422: "Invalid", 500: "InternalError", 503: "ServiceUnavailable"}  # fmt: skip
@@ -78,6 +78,8 @@ class Cluster:
     faults: list[Fault] = field(default_factory=list)
     requests: list[tuple[str, str, Json | None]] = field(default_factory=list)
     kubelet: Callable[[Json], list[Step]] | None = None
+    on_request: Callable[[int], None] | None = None
+    """Called with each request's number (from 1) before it is answered: to change the cluster mid-command."""
     exec_handler: ExecHandler | None = None
     lock: threading.Condition = field(default_factory=threading.Condition)
     history: list[tuple[int, str, Json]] = field(default_factory=list)
@@ -111,6 +113,13 @@ class Cluster:
         metadata = job["metadata"]
         metadata.setdefault("creationTimestamp", CREATED)
         self.jobs[(metadata["namespace"], metadata["name"])] = job
+
+    def delete_everything(self) -> None:
+        """What `pulumi destroy` leaves: no Job, no pods."""
+        with self.lock:
+            self.jobs.clear()
+            for namespace, name in list(self.pods):
+                self.delete_pod(namespace, name)
 
     def add_event(self, namespace: str, involved: str, reason: str, message: str) -> None:
         self.events.append({
@@ -192,28 +201,12 @@ def _container(name: str, state: Json, restarts: int = 0) -> Json:
 
 # -- strict decoding, like the API server's ------------------------------------------------------
 
-_INTEGERS_ARE_WHOLE = jsonschema.validators.Draft202012Validator.TYPE_CHECKER.redefine(
-    "integer", lambda _checker, value: isinstance(value, int) and not isinstance(value, bool)
-)
-StrictValidator = jsonschema.validators.extend(
-    jsonschema.validators.Draft202012Validator, type_checker=_INTEGERS_ARE_WHOLE
-)
-
 
 def decode_problem(body: Json) -> str | None:
     """Why the API server would refuse to decode `body` (None: it would not)."""
-    from referencing import Registry, Resource
-
-    group = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", body.get("apiVersion", ""))
-    folder = f"kubernetes-json-schema/v{SCHEMA_VERSION}-local-strict"
-    schema = schema_files.schema_contents(f"{folder}/{body.get('kind', '').lower()}-{group}.json", SCHEMA_VERSION)
-    definitions = schema_files.schema_contents(f"{folder}/_definitions.json", SCHEMA_VERSION)
-    registry = Resource.from_contents(definitions) @ (Resource.from_contents(schema) @ Registry())
-    error = jsonschema.exceptions.best_match(StrictValidator(schema, registry=registry).iter_errors(body))
-    if error is None:
-        return None
-    where = ".".join(str(part) for part in error.absolute_path)
-    return f'{body.get("kind")} in version "v1" cannot be handled as a {body.get("kind")}: {where}: {error.message}'
+    found = schemas.problem(body, SCHEMA_VERSION)
+    kind = body.get("kind")
+    return None if found is None else f'{kind} in version "v1" cannot be handled as a {kind}: {found}'
 
 
 # -- the server -----------------------------------------------------------------------------------
@@ -233,6 +226,7 @@ ROUTES: list[tuple[str, str, str]] = [
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out at once, as from a real server
     cluster: Cluster
 
     def log_message(self, *_: Any) -> None:  # quiet
@@ -256,6 +250,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(raw) if raw else None
         with self.cluster.lock:
             self.cluster.requests.append((method, url.path, body))
+            number = len(self.cluster.requests)
+        if self.cluster.on_request is not None:
+            self.cluster.on_request(number)
         if self._faulted(method, url.path):
             return
         for route_method, pattern, action in ROUTES:

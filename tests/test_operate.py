@@ -1,24 +1,35 @@
-"""scripts/minicluster.py against a fake Kubernetes API (issue 6)."""
+"""scripts/minicluster.py with the real `kubernetes` client against the local API stand-in (issues 6, 10).
+
+The README's states table (command x cluster state -> exit code and words) is read from the README
+and every cell is run here, so the table and the tool cannot disagree.
+"""
 
 from __future__ import annotations
 
 import importlib.util
-import io
-import random
+import re
 import sys
-from datetime import UTC, datetime, timedelta
-from types import ModuleType, SimpleNamespace
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
-from kubernetes.client.exceptions import ApiException
-from rich.console import Console
 
 from components.manifests import labels
-from components.spec import MiniClusterSpec, load_spec
+from components.names import INDEX_LABEL
+from components.stack_file import load, stack_path
 from tests.harness import ROOT
+from tests.kube_api import Cluster, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
 
-NOW = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)
+BROKER = "flux-broker"
+DEV, _ = load(stack_path("dev"))  # the real dev stack: 4 brokers, a command
+FORBIDDEN = (
+    'jobs.batch "dev" is forbidden: User "dev" cannot get resource "jobs" in API group "batch" '
+    'in the namespace "default"'
+)
 
 
 def load_script() -> ModuleType:
@@ -31,261 +42,276 @@ def load_script() -> ModuleType:
 
 
 cli = load_script()
-DEV = load_spec({"minicluster:image": "flux:1", "minicluster:size": 4, "minicluster:command": "hostname"}, "dev")
 
 
-def pod(spec: MiniClusterSpec, rank: int, phase: str = "Running", node: str | None = "node-a", restarts: int = 0,
-        component: str = "broker") -> Any:  # fmt: skip
-    pod_labels = {**labels(spec, component), "job-name": spec.name, cli.INDEX_LABEL: str(rank)}
-    return SimpleNamespace(
-        metadata=SimpleNamespace(name=f"{spec.name}-{rank}-x{rank}", labels=pod_labels, annotations={},
-                                 creation_timestamp=NOW - timedelta(minutes=5)),
-        spec=SimpleNamespace(node_name=node),
-        status=SimpleNamespace(phase=phase, container_statuses=[SimpleNamespace(restart_count=restarts)]),
-    )  # fmt: skip
+# -- the cluster's objects, as the API server returns them ----------------------------------------
 
 
-def job(spec: MiniClusterSpec, condition: str | None = None, reason: str | None = None, completed: str = "") -> Any:
-    conditions = [SimpleNamespace(type=condition, status="True", reason=reason)] if condition else []
-    return SimpleNamespace(
-        metadata=SimpleNamespace(name=spec.name, namespace=spec.namespace, creation_timestamp=NOW - timedelta(hours=2)),
-        status=SimpleNamespace(conditions=conditions, completed_indexes=completed, failed_indexes=None),
-    )
+def job(condition: str | None = None, reason: str | None = None) -> dict[str, Any]:
+    conditions = [{"type": condition, "status": "True", "reason": reason}] if condition else []
+    return {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "dev", "namespace": "default"},
+        "spec": {"completions": 4, "parallelism": 4, "completionMode": "Indexed",
+                 "template": {"spec": {"containers": []}}},
+        "status": {"conditions": conditions, "completedIndexes": "0-3" if condition == "Complete" else ""},
+    }  # fmt: skip
 
 
-class FakeCore:
-    def __init__(self, pods: list[Any], namespaces: tuple[str, ...] = ("default",), error: Exception | None = None):
-        self.pods, self.namespaces, self.error = pods, namespaces, error
-        self.log_requests: list[dict[str, Any]] = []
-
-    def list_namespaced_pod(self, namespace: str, label_selector: str) -> Any:
-        if self.error:
-            raise self.error
-        wanted = dict(pair.split("=", 1) for pair in label_selector.split(","))
-        return SimpleNamespace(items=[p for p in self.pods if wanted.items() <= p.metadata.labels.items()])
-
-    def read_namespace(self, namespace: str) -> Any:
-        if namespace not in self.namespaces:
-            raise ApiException(status=404)
-        return SimpleNamespace()
-
-    def connect_get_namespaced_pod_exec(self, *args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("exec goes through kubernetes.stream.stream, which calls this itself")
-
-    def read_namespaced_pod_log(self, name: str, namespace: str, **options: Any) -> Any:
-        self.log_requests.append({"name": name, **options})
-        return SimpleNamespace(stream=lambda: iter([b"rank 0 says hello\n", b"done\n"]))
+def broker_pod(rank: int, status: dict[str, Any], node: str | None = "node-1", owner: str = "dev") -> dict[str, Any]:
+    pod_labels = {**labels(DEV.model_copy(update={"name": owner}), "broker"), INDEX_LABEL: str(rank), "job-name": owner}
+    spec: dict[str, Any] = {"containers": [{"name": BROKER, "image": DEV.image}]}
+    if node:
+        spec["nodeName"] = node
+    metadata = {"name": f"{owner}-{rank}-abcde", "namespace": "default", "labels": pod_labels}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
 
 
-class FakeBatch:
-    """Returns the given Job states one per read (the last repeats); None means 'not found'."""
-
-    def __init__(self, *jobs: Any, error: Exception | None = None) -> None:
-        self.jobs, self.reads, self.error = list(jobs), 0, error
-
-    def read_namespaced_job(self, name: str, namespace: str) -> Any:
-        if self.error:
-            raise self.error
-        current = self.jobs[min(self.reads, len(self.jobs) - 1)]
-        self.reads += 1
-        if current is None:
-            raise ApiException(status=404)
-        return current
+def brokers(api: Cluster, status: Callable[[int], dict[str, Any]], node: str | None = "node-1") -> None:
+    for rank in range(DEV.size):
+        api.add_pod(broker_pod(rank, status(rank), node))
+        api.logs[("default", f"dev-{rank}-abcde")] = f"rank {rank} is up\n"
 
 
-def console() -> Console:
-    return Console(file=io.StringIO(), width=120, force_terminal=False)
+# -- the states of the README's table -------------------------------------------------------------
 
 
-def output(out: Console) -> str:
-    return out.file.getvalue()  # type: ignore[attr-defined,no-any-return]
+def not_deployed(api: Cluster) -> None:
+    pass
 
 
-# -- which pods, in which order -------------------------------------------------------------------
+def no_pod_yet(api: Cluster) -> None:
+    api.add_job(job())
 
 
-def test_only_this_miniclusters_broker_pods_are_selected_in_rank_order() -> None:
-    other = load_spec({"minicluster:image": "flux:1", "minicluster:size": 2}, "other")
-    mine = [pod(DEV, rank) for rank in range(4)]
-    noise = [pod(DEV, 0, component="keygen"), pod(other, 0), pod(other, 1)]
-    shuffled = mine + noise
-    random.Random(7).shuffle(shuffled)
-    apis = cli.Apis(FakeCore(shuffled), FakeBatch(job(DEV)))
-    assert [p.metadata.name for p in cli.broker_pods(apis, DEV)] == [p.metadata.name for p in mine]
+def pending(api: Cluster) -> None:
+    api.add_job(job())
+    brokers(api, lambda _: unschedulable("0/3 nodes are available: 3 Insufficient cpu."), node=None)
 
 
-def test_list_shows_rank_phase_node_restarts_and_age() -> None:
-    pods = [pod(DEV, 1, phase="Pending", node=None), pod(DEV, 0, restarts=2)]
-    assert cli.pod_rows(sorted(pods, key=cli.rank_of), NOW) == [
-        ("0", "dev-0-x0", "Running", "node-a", "2", "5m"),
-        ("1", "dev-1-x1", "Pending", "-", "0", "5m"),
-    ]
+def container_creating(api: Cluster) -> None:
+    api.add_job(job())
+    brokers(api, lambda _: waiting("ContainerCreating", container=BROKER))
 
 
-def test_list_prints_a_table_of_the_pods() -> None:
-    out = console()
-    assert cli.cmd_list(cli.Apis(FakeCore([pod(DEV, 0)]), FakeBatch(job(DEV))), DEV, out) == 0
-    assert "dev-0-x0" in output(out) and "node-a" in output(out)
+def crash_loop(api: Cluster) -> None:
+    api.add_job(job())
+    back_off = "back-off 40s restarting failed container=flux-broker pod=dev-0-abcde"
+    brokers(api, lambda _: waiting("CrashLoopBackOff", back_off, container=BROKER, restarts=3))
+    for rank in range(DEV.size):
+        api.previous_logs[("default", f"dev-{rank}-abcde")] = f"minicluster[rank {rank}]: broker exited with status 1\n"
 
 
-# -- status ---------------------------------------------------------------------------------------
+def all_running(api: Cluster) -> None:
+    api.add_job(job())
+    brokers(api, lambda _: running(BROKER))
+    api.exec_handler = lambda pod, command: (f"ran {' '.join(command)} in {pod['metadata']['name']}\n", "", 0)
 
 
-def test_status_summarises_job_state_pods_per_phase_indexes_and_age() -> None:
-    pods = [pod(DEV, 0, "Succeeded"), pod(DEV, 1, "Succeeded"), pod(DEV, 2, "Running"), pod(DEV, 3, "Pending")]
-    rows = dict(cli.status_rows(job(DEV, completed="0-1"), pods, NOW))
-    assert rows == {
-        "job": "default/dev",
-        "state": "Running",
-        "pods": "1 Pending, 1 Running, 2 Succeeded",
-        "completed indexes": "0-1",
-        "failed indexes": "none",
-        "age": "2h",
-    }
+def succeeded(api: Cluster) -> None:
+    api.add_job(job("Complete"))
+    brokers(api, lambda _: finished(0, BROKER))
 
 
-@pytest.mark.parametrize(
-    ("condition", "reason", "state"),
-    [("Complete", None, "Complete"), ("Failed", "BackoffLimitExceeded", "Failed (BackoffLimitExceeded)"),
-     (None, None, "Running")],
-)  # fmt: skip
-def test_job_state_names_the_condition_and_its_reason(condition: str | None, reason: str | None, state: str) -> None:
-    assert cli.job_state(job(DEV, condition, reason)) == state
+def failed(api: Cluster) -> None:
+    api.add_job(job("Failed", "BackoffLimitExceeded"))
+    brokers(api, lambda rank: finished(1 if rank == 0 else 143, BROKER))
 
 
-# -- wait: progress and exit codes ----------------------------------------------------------------
+def deleted_mid_command(api: Cluster) -> None:
+    all_running(api)
+    api.on_request = lambda number: api.delete_everything() if number == 2 else None
 
 
-@pytest.mark.parametrize(
-    ("pods", "condition", "stage", "exit_code"),
-    [
-        ([pod(DEV, r, "Pending", node=None) for r in range(4)], None, "scheduling pods", None),
-        ([pod(DEV, r, "Pending") for r in range(4)], None, "starting brokers", None),
-        ([pod(DEV, r) for r in range(4)], None, "Flux is up; the command is running", None),
-        ([pod(DEV, r, "Succeeded") for r in range(4)], "Complete", "the job completed", 0),
-        ([pod(DEV, 0, "Failed")], "Failed", "the job failed: Failed (BackoffLimitExceeded)", 1),
-    ],
-    ids=["unscheduled", "scheduled", "running", "complete", "failed"],
-)
-def test_progress_moves_through_its_stages(
-    pods: list[Any], condition: str | None, stage: str, exit_code: int | None
+def unreachable(api: Cluster) -> None:
+    write_kubeconfig(api.kubeconfig, {"standin": refused_url()})
+
+
+def rbac_denied(api: Cluster) -> None:
+    all_running(api)
+    api.fail("GET", "/", 403, FORBIDDEN)
+
+
+STATES: dict[str, Callable[[Cluster], None]] = {
+    "not deployed": not_deployed, "no pod yet": no_pod_yet, "Pending, unschedulable": pending,
+    "ContainerCreating": container_creating, "CrashLoopBackOff": crash_loop, "Running": all_running,
+    "Succeeded": succeeded, "Failed": failed, "deleted mid-command": deleted_mid_command,
+    "API unreachable": unreachable, "RBAC denied": rbac_denied,
+}  # fmt: skip
+COMMANDS: dict[str, list[str]] = {
+    "list": ["list"], "status": ["status"], "logs": ["logs"], "logs --all": ["logs", "--all"],
+    "wait": ["wait", "--timeout", "0.2"], "exec": ["exec", "--", "flux", "resource", "list"],
+}  # fmt: skip
+
+
+def readme_table() -> list[tuple[str, str, int, str]]:
+    """(state, command, exit code, words) for every cell of the README's states table."""
+    text = (ROOT / "README.md").read_text()
+    rows = text.split("<!-- states table: each cell is a test -->", 1)[1].strip().split("\n\n", 1)[0].splitlines()
+    header = [cell.strip() for cell in rows[0].strip("|").split("|")]
+    cells = []
+    for row in rows[2:]:
+        state, *columns = (cell.strip() for cell in row.strip("|").split("|"))
+        for command, cell in zip(header[1:], columns, strict=True):
+            match = re.fullmatch(r"`(\d+)` (.+)", cell)
+            assert match, f"README states table, {state} x {command}: {cell!r}"
+            cells.append((state, command, int(match.group(1)), match.group(2)))
+    return cells
+
+
+CELLS = readme_table()
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Exit code, and stderr then stdout with white space folded (a table's cells are read as words)."""
+    code = cli.main(["--stack", "dev", *args] if args[0] == "--" else [args[0], "--stack", "dev", *args[1:]])
+    captured = capsys.readouterr()
+    text = " ".join(f"{captured.err}\n{captured.out}".split())
+    return code, re.sub(r"[│┃─━┏┓┗┛┡┩└┘┌┐╇╈]", " ", text).replace("  ", " ")
+
+
+def test_the_readme_table_covers_every_state_and_command() -> None:
+    assert {(state, command) for state, command, _, _ in CELLS} == {(s, c) for s in STATES for c in COMMANDS}
+
+
+@pytest.mark.parametrize(("state", "command", "exit_code", "words"), CELLS, ids=[f"{s} x {c}" for s, c, _, _ in CELLS])
+def test_states_table(
+    kube_api: Cluster, capsys: pytest.CaptureFixture[str], state: str, command: str, exit_code: int, words: str
 ) -> None:
-    state = cli.progress(job(DEV, condition, "BackoffLimitExceeded" if condition == "Failed" else None), pods, DEV)
-    assert (state.stage, state.exit_code) == (stage, exit_code)
+    STATES[state](kube_api)
+    code, said = run_cli(COMMANDS[command], capsys)
+    assert words in said
+    assert code == exit_code, said
+    assert "Traceback" not in said
 
 
-def test_a_persistent_cluster_is_done_waiting_once_every_broker_runs() -> None:
-    persistent = load_spec({"minicluster:image": "flux:1", "minicluster:size": 2}, "dev")
-    state = cli.progress(job(persistent), [pod(persistent, 0), pod(persistent, 1)], persistent)
-    assert (state.stage, state.exit_code, state.running) == ("every broker is up; the instance stays up", 0, 2)
+# -- beyond the table -----------------------------------------------------------------------------
 
 
-def fake_time() -> tuple[Any, Any]:
-    now = [0.0]
-    return (lambda seconds: now.__setitem__(0, now[0] + seconds)), (lambda: now[0])
-
-
-def test_wait_follows_the_job_to_completion_and_exits_0() -> None:
-    batch = FakeBatch(job(DEV), job(DEV), job(DEV, "Complete"))
-    sleep, clock = fake_time()
-    out = console()
-    assert (
-        cli.cmd_wait(cli.Apis(FakeCore([pod(DEV, r) for r in range(4)]), batch), DEV, out, 60, sleep=sleep, clock=clock)
-        == 0
-    )
-    assert batch.reads == 3
-    assert "the job completed" in output(out)
-
-
-def test_wait_exits_1_when_the_job_fails() -> None:
-    apis = cli.Apis(FakeCore([pod(DEV, 0, "Failed")]), FakeBatch(job(DEV, "Failed", "BackoffLimitExceeded")))
-    assert cli.cmd_wait(apis, DEV, console(), 60) == 1
-
-
-def test_wait_gives_up_at_the_timeout_with_exit_4() -> None:
-    sleep, clock = fake_time()
-    out = console()
-    apis = cli.Apis(FakeCore([pod(DEV, r, "Pending", node=None) for r in range(4)]), FakeBatch(job(DEV)))
-    assert cli.cmd_wait(apis, DEV, out, 10, poll=2, sleep=sleep, clock=clock) == 4
-    assert "timed out after 10s: scheduling pods" in output(out)
-
-
-# -- logs and exec --------------------------------------------------------------------------------
-
-
-def test_logs_reads_the_chosen_ranks_broker_container() -> None:
-    core = FakeCore([pod(DEV, r) for r in range(4)])
-    out = console()
-    assert cli.cmd_logs(cli.Apis(core, FakeBatch(job(DEV))), DEV, out, rank=2, follow=True) == 0
-    assert core.log_requests == [
-        {"name": "dev-2-x2", "container": "flux-broker", "follow": True, "_preload_content": False}
-    ]
-    assert output(out) == "rank 0 says hello\ndone\n"
-
-
-def test_exec_runs_the_command_in_the_chosen_rank_and_returns_its_status(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[tuple[Any, ...]] = []
-
-    class Session:
-        returncode = 3
-
-        def run_forever(self) -> None: ...
-        def read_stdout(self) -> str:
-            return "     STATE NNODES\n      free      4\n"
-
-        def read_stderr(self) -> str:
-            return ""
-
-    def fake_stream(*args: Any, **kwargs: Any) -> Session:
-        calls.append((args[1:], kwargs["container"], kwargs["command"]))
-        return Session()
-
-    monkeypatch.setattr("kubernetes.stream.stream", fake_stream)
-    out = console()
-    apis = cli.Apis(FakeCore([pod(DEV, r) for r in range(4)]), FakeBatch(job(DEV)))
-    assert cli.cmd_exec(apis, DEV, out, 1, ["flux", "resource", "list"]) == 1
-    flux_uri = "FLUX_URI=local:///var/lib/minicluster/run/local"
-    assert calls == [(("dev-1-x1", "default"), "flux-broker", ["env", flux_uri, "flux", "resource", "list"])]
-    assert "free      4" in output(out)
-
-
-# -- clear errors instead of tracebacks -----------------------------------------------------------
-
-
-def run_main(args: list[str], apis: Any, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    code = cli.main(args, apis=apis)
-    return code, capsys.readouterr().err.strip()
-
-
-def test_unreachable_cluster_is_one_line_and_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
-    apis = cli.Apis(FakeCore([]), FakeBatch(error=ConnectionRefusedError(111, "refused")))
-    unreachable = "error: cannot reach the Kubernetes cluster (ConnectionRefusedError); check `kubectl cluster-info`"
-    assert run_main(["status", "--stack", "dev"], apis, capsys) == (3, unreachable)
-
-
-def test_missing_namespace_is_one_line_and_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
-    apis = cli.Apis(FakeCore([], namespaces=()), FakeBatch(None))
-    code, message = run_main(["list", "--stack", "dev"], apis, capsys)
-    assert (code, message) == (
-        3,
-        "error: namespace 'default' does not exist: is minicluster:namespace right, and the context?",
+def test_a_context_that_does_not_exist_is_named_with_the_ones_that_do(
+    kube_api: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code = cli.main(["list", "--stack", "dev", "--context", "nope"])
+    assert code == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: kubeconfig context 'nope' does not exist in {kube_api.kubeconfig}; its contexts: standin"
     )
 
 
-def test_never_deployed_stack_is_one_line_and_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
-    code, message = run_main(["logs", "--stack", "dev"], cli.Apis(FakeCore([]), FakeBatch(None)), capsys)
-    assert (code, message) == (
-        3,
-        "error: MiniCluster 'dev' is not deployed in namespace 'default': run `pulumi up --stack <stack>`",
+def test_no_kubeconfig_outside_a_cluster(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    assert cli.main(["status", "--stack", "dev"]) == 2
+    assert "no kubeconfig (KUBECONFIG=" in capsys.readouterr().err
+
+
+def test_an_unknown_stack_is_a_usage_error(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["list", "--stack", "nope"]) == 2
+    assert "no stack file" in capsys.readouterr().err
+
+
+def test_a_missing_namespace_is_named(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    kube_api.namespaces = set()
+    assert cli.main(["status", "--stack", "dev"]) == 3
+    assert "namespace 'default' does not exist" in capsys.readouterr().err
+
+
+def test_a_rank_outside_the_cluster(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    all_running(kube_api)
+    assert cli.main(["exec", "--stack", "dev", "--rank", "9", "--", "hostname"]) == 3
+    assert capsys.readouterr().err.strip() == "error: MiniCluster 'dev' has no rank 9 (it has 4: 0-3)"
+
+
+def test_only_this_miniclusters_broker_pods_count_in_rank_order(kube_api: Cluster, capsys: Any) -> None:
+    kube_api.add_job(job())
+    for rank in (3, 1, 2, 0):
+        kube_api.add_pod(broker_pod(rank, running(BROKER)))
+        kube_api.add_pod(broker_pod(rank, running(BROKER), owner="other"))
+    keygen = broker_pod(0, finished(0, "keygen"))
+    keygen["metadata"].update(name="dev-keygen-x1y2z", labels={**labels(DEV, "keygen")})
+    kube_api.add_pod(keygen)
+    assert cli.main(["list", "--stack", "dev"]) == 0
+    listed = re.findall(r"(\S+-\d-abcde|dev-keygen-\S+)", capsys.readouterr().out)
+    assert listed == ["dev-0-abcde", "dev-1-abcde", "dev-2-abcde", "dev-3-abcde"]
+
+
+def test_a_failed_command_in_exec_exits_1_and_says_its_status(kube_api: Cluster, capsys: Any) -> None:
+    all_running(kube_api)
+    kube_api.exec_handler = lambda pod, command: ("", "flux-resource: Connection refused\n", 2)
+    assert cli.main(["exec", "--stack", "dev", "--rank", "1", "--", "flux", "resource", "list"]) == 1
+    err = capsys.readouterr().err
+    assert "flux-resource: Connection refused" in err
+    assert "the command exited with status 2" in err
+
+
+def test_exec_on_a_pod_that_loses_its_host_in_between_is_not_a_traceback(kube_api: Cluster, capsys: Any) -> None:
+    all_running(kube_api)
+    kube_api.on_request = lambda number: kube_api.set_pod("default", "dev-0-abcde", node=None) if number == 3 else None
+    assert cli.main(["exec", "--stack", "dev", "--", "hostname"]) == 5
+    assert capsys.readouterr().err.strip() == (
+        "error: pod dev-0-abcde is not running: pod dev-0-abcde does not have a host assigned; see `status`"
     )
 
 
-def test_unknown_stack_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    code, message = run_main(["list", "--stack", "nope"], cli.Apis(FakeCore([]), FakeBatch()), capsys)
-    assert code == 2 and "no stack file" in message
+def test_logs_of_an_empty_log_say_so(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    all_running(kube_api)
+    kube_api.logs[("default", "dev-0-abcde")] = ""
+    assert cli.main(["logs", "--stack", "dev"]) == 0
+    assert "rank 0's log is empty so far" in capsys.readouterr().err
 
 
-def test_a_rank_outside_the_cluster_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
-    apis = cli.Apis(FakeCore([pod(DEV, r) for r in range(4)]), FakeBatch(job(DEV)))
-    code, message = run_main(["exec", "--stack", "dev", "--rank", "9", "--", "hostname"], apis, capsys)
-    assert (code, message) == (3, "error: MiniCluster 'dev' has no pod for rank 9 (it has 4: 0-3)")
+def test_logs_all_follow_prints_lines_as_the_brokers_write_them(kube_api: Cluster, capsys: Any) -> None:
+    all_running(kube_api)
+
+    def brokers_write_then_finish() -> None:
+        for step in range(2):
+            time.sleep(0.1)
+            with kube_api.lock:
+                for rank in range(DEV.size):
+                    kube_api.logs[("default", f"dev-{rank}-abcde")] += f"rank {rank} step {step}\n"
+                kube_api.lock.notify_all()
+        for rank in range(DEV.size):
+            kube_api.set_pod("default", f"dev-{rank}-abcde", status=finished(0, BROKER))
+
+    threading.Thread(target=brokers_write_then_finish, daemon=True).start()
+    assert cli.main(["logs", "--stack", "dev", "--all", "--follow"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert sorted(lines) == sorted(
+        [f"[rank {rank}] rank {rank} is up" for rank in range(4)]
+        + [f"[rank {rank}] rank {rank} step {step}" for rank in range(4) for step in range(2)]
+    )
+    for rank in range(4):  # each rank's lines in the order it wrote them
+        mine = [line for line in lines if line.startswith(f"[rank {rank}]")]
+        assert mine == [
+            f"[rank {rank}] rank {rank} is up",
+            f"[rank {rank}] rank {rank} step 0",
+            f"[rank {rank}] rank {rank} step 1",
+        ]
+
+
+def test_wait_follows_a_job_to_completion(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    all_running(kube_api)
+
+    def complete_soon(number: int) -> None:
+        if number == 5:
+            kube_api.jobs[("default", "dev")]["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
+
+    kube_api.on_request = complete_soon
+    started = time.monotonic()
+    assert cli.cmd_wait(cli.Cluster(_client(), DEV), cli.Console(width=200), 30, poll=0.05) == 0
+    assert time.monotonic() - started < 5
+    assert "the job completed" in capsys.readouterr().out
+
+
+def test_an_api_server_error_is_one_line_with_its_message(kube_api: Cluster, capsys: Any) -> None:
+    all_running(kube_api)
+    kube_api.fail("GET", "/pods$", 503, "the server is currently unable to handle the request")
+    assert cli.main(["list", "--stack", "dev"]) == 6
+    assert capsys.readouterr().err.strip() == (
+        "error: the Kubernetes API server failed (503: the server is currently unable to handle the request)"
+    )
+
+
+def _client() -> Any:
+    from components import kube
+
+    return kube.api_client(None)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from components import manifests
 from components.spec import load_spec
+from tests.schemas import assert_conforms
 
 LABEL_CHARS = string.ascii_lowercase + string.digits + "-"
 IMAGES = ["flux:1", "ghcr.io/flux-framework/flux-restful-api:latest", f"registry:5000/a/b@sha256:{'a' * 64}"]
@@ -58,7 +59,7 @@ def test_valid_configs_build_conforming_objects_with_names_in_limits(raw: dict[s
     spec = load_spec(raw, "dev")
     objects = manifests.all_objects(spec, "certificate text")
     for obj in objects:
-        kubernetes_validate.validate(obj, kubernetes_validate.latest_version(), strict=True)
+        assert_conforms(obj, kubernetes_validate.latest_version())
         assert len(obj["metadata"]["name"]) <= 63
     assert len(spec.host(spec.largest_size - 1)) <= 63
     assert len(f"{spec.host(spec.largest_size - 1)}.{spec.service}.{spec.namespace}.svc.{spec.cluster_domain}") <= 253
