@@ -15,7 +15,7 @@ if [[ ${MC_DEBUG:-false} == true ]]; then set -x; fi
 flux=${MC_FLUX:-flux}
 run_config=${MC_RUN_CONFIG_DIR:?MC_RUN_CONFIG_DIR must name the directory of command and hook files}
 state=${MC_STATE_DIR:?MC_STATE_DIR must name a writable directory}
-rank=""
+rank=${MC_RANK:-} # set by find_rank, and inherited by rank 0's initial program (--in-instance)
 
 # Flux refuses more nodes than tasks: spread over every node only when there is a task for each.
 MC_TASK_LAYOUT=(-n"${MC_TASKS:-1}")
@@ -81,6 +81,7 @@ find_rank() {
     die "hostname '$host' says rank $index but JOB_COMPLETION_INDEX is '${JOB_COMPLETION_INDEX:-unset}'"
   fi
   rank=$index
+  export MC_RANK=$rank
 }
 
 # The broker refuses a certificate others can read, and the Secret mount is read-only: copy it privately.
@@ -175,6 +176,22 @@ run_restful_api() {
   exec python3 -m uvicorn app.main:app --host=0.0.0.0 --port="$MC_RESTFUL_PORT"
 }
 
+# The batch job's script: every command line is submitted at once (they may run side by side), then
+# each job is attached to in turn, so that every job's output reaches the log, in the lines' order.
+# shellcheck disable=SC2016 # the $(...) and ${...} written here are the batch script's own
+write_batch_script() {
+  local script=$1 line quoted_flags=""
+  shift
+  if (($#)); then quoted_flags=$(printf '%q ' "$@"); fi
+  {
+    printf '#!/bin/bash\nids=()\n'
+    while IFS= read -r line; do
+      if [[ -n ${line// /} ]]; then printf 'ids+=("$(%q submit %s%s)")\n' "$flux" "$quoted_flags" "$line"; fi
+    done <"$run_config/command.lines"
+    printf 'status=0\nfor id in "${ids[@]}"; do %q job attach "$id" || status=1; done\nexit "$status"\n' "$flux"
+  } >"$script"
+}
+
 # Inside the instance (rank 0's initial program) for the modes that need more than one command.
 in_instance() {
   local -a command flags
@@ -182,18 +199,17 @@ in_instance() {
   read_lines flags submit.flags
   case $MC_MODE in
     batch)
-      local script=$state/batch.sh line jobid quoted_flags=""
-      if ((${#flags[@]})); then quoted_flags=$(printf '%q ' "${flags[@]}"); fi
-      {
-        printf '#!/bin/bash\n'
-        while IFS= read -r line; do
-          if [[ -n ${line// /} ]]; then printf '%q submit --flags=waitable %s%s\n' "$flux" "$quoted_flags" "$line"; fi
-        done <"$run_config/command.lines"
-        printf '%q job wait --all\n' "$flux"
-      } >"$script"
-      jobid=$("$flux" batch -N"$MC_SIZE" "$script") || die "flux batch failed"
+      local script=$state/batch.sh jobid
+      write_batch_script "$script" "${flags[@]}"
+      # Output to the KVS, not flux-<jobid>.out: attaching streams it into this pod's log.
+      jobid=$("$flux" batch --output=kvs -N"$MC_SIZE" "$script") || die "flux batch failed"
       log "batch job $jobid submitted"
-      "$flux" job attach "$jobid"
+      if [[ -n ${MC_BATCH_OUTPUT:-} ]]; then
+        log "keeping a copy of its output in $MC_BATCH_OUTPUT"
+        "$flux" job attach "$jobid" 2>&1 | tee -a "$MC_BATCH_OUTPUT"
+      else
+        "$flux" job attach "$jobid"
+      fi
       ;;
     interactive)
       read_lines command command.args

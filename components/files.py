@@ -85,6 +85,7 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_DEBUG": spec.logging.debug,
         "MC_TIMED": spec.logging.timed,
         "MC_FLUX_VIEW": spec.flux_view.path if spec.flux_view.enabled else None,
+        "MC_BATCH_OUTPUT": spec.batch_output,
         **_restful_api_settings(spec),
     }
     env: list[dict[str, Any]] = [

@@ -83,6 +83,9 @@ class MiniClusterSpec(ContainerSettings):
     the instance stays up."""
     submit_flags: list[str] = Field(default_factory=list)
     """Extra arguments for `flux submit` / `flux batch`, one list item per argument."""
+    batch_output: str | None = None
+    """batch mode: a file in the pod (put it on a volume to outlive the pod) that keeps a copy of the
+    jobs' output, which rank 0's log always shows."""
     flux_path: str = "flux"
     """The flux executable: a name on PATH or an absolute path."""
     service_name: str | None = None
@@ -191,6 +194,11 @@ class MiniClusterSpec(ContainerSettings):
         if any("\n" in flag or not flag for flag in value):
             raise ValueError("each item must be a non-empty, single-line argument")
         return value
+
+    @field_validator("batch_output")
+    @classmethod
+    def _batch_output_path(cls, value: str | None) -> str | None:
+        return None if value is None else rules.absolute_path(value)
 
     @field_validator("flux_path")
     @classmethod
@@ -308,6 +316,9 @@ class MiniClusterSpec(ContainerSettings):
         return [
             f"minicluster:mode {self.mode!r} needs minicluster:command"
             if needs_command and self.command is None
+            else "",
+            f"minicluster:batchOutput is for mode 'batch', not {self.mode!r}"
+            if self.batch_output is not None and self.mode != "batch"
             else "",
             "minicluster:curveCertificate is set, so minicluster:keygen 'local' has nothing to do; unset one"
             if self.curve_certificate is not None and self.keygen == "local"

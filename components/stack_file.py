@@ -6,6 +6,7 @@ Used by the scripts that run outside `pulumi up` (render, the operations tool). 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -28,10 +29,14 @@ def stack_name(path: Path) -> str:
 
 
 def read_config(path: Path) -> tuple[dict[str, Any], list[str]]:
-    """The stack's config values, and the keys left out because they are encrypted."""
+    """The stack's config values as `pulumi up` hands them to the program, and the keys left out
+    because they are encrypted. Like the Pulumi CLI, a scalar value arrives as its YAML text (so
+    `true` or `4` is the string "true" or "4", and the model decides what it may be) and an object
+    or a list as JSON."""
     if not path.is_file():
         raise ConfigError([f"no stack file {path}"])
-    document = yaml.safe_load(path.read_text()) or {}
+    text = path.read_text()
+    document = yaml.safe_load(text) or {}
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
@@ -39,7 +44,24 @@ def read_config(path: Path) -> tuple[dict[str, Any], list[str]]:
     unreadable = [key for key in encrypted if key not in ENCRYPTED_ALLOWED]
     if unreadable:
         raise ConfigError([f"{key}: an encrypted value cannot be read without Pulumi" for key in unreadable])
-    return {key: value for key, value in config.items() if key not in encrypted}, encrypted
+    scalars = _scalar_texts(text)
+    values = {
+        key: scalars[key] if key in scalars else json.dumps(value)
+        for key, value in config.items()
+        if key not in encrypted
+    }
+    return values, encrypted
+
+
+def _scalar_texts(text: str) -> dict[str, str]:
+    """The config's scalar values exactly as written (their YAML text, quotes removed)."""
+    root = yaml.compose(text)
+    if not isinstance(root, yaml.MappingNode):
+        return {}
+    for key, section in root.value:
+        if key.value == "config" and isinstance(section, yaml.MappingNode):
+            return {item.value: value.value for item, value in section.value if isinstance(value, yaml.ScalarNode)}
+    return {}
 
 
 def load(path: Path) -> tuple[MiniClusterSpec, list[str]]:

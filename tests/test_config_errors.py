@@ -47,6 +47,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("mode-unknown", {"mode": "parallel"}, "minicluster:mode: Input should be 'submit', 'launcher', 'batch' or 'interactive'"),
     ("launcher-without-command", {"mode": "launcher", "command": None}, "minicluster:mode 'launcher' needs minicluster:command"),
     ("batch-without-command", {"mode": "batch", "command": None}, "minicluster:mode 'batch' needs minicluster:command"),
+    ("batch-output-outside-batch", {"batchOutput": "/data/out.log"}, "minicluster:batchOutput is for mode 'batch', not 'submit'"),
+    ("batch-output-relative", {"mode": "batch", "batchOutput": "out.log"}, "minicluster:batchOutput: must be an absolute path"),
     ("command-blank", {"command": "  "}, "minicluster:command: must not be empty (leave it unset for a persistent cluster)"),
     ("command-unbalanced", {"command": "echo 'hi"}, "minicluster:command: cannot be split into words like a shell line"),
     ("log-level-8", {"logLevel": 8}, "minicluster:logLevel: Input should be less than or equal to 7"),

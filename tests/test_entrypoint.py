@@ -293,19 +293,55 @@ def test_worker_gives_up_after_worker_retries_tries(tmp_path: Path) -> None:
 # -- inside the instance --------------------------------------------------------------------------
 
 
-def test_batch_submits_each_line_inside_one_flux_batch_and_waits(tmp_path: Path) -> None:
+def test_batch_runs_one_flux_batch_whose_output_goes_to_the_pod_log(tmp_path: Path) -> None:
     pods = Pods(tmp_path, mode="batch", command="echo one\n\nhostname --fqdn\n", submitFlags=["-n", "2"])
     (tmp_path / "state-0").mkdir()  # made by rank 0's set-up before flux start runs this
-    run = pods.run(0, "--in-instance", STANDIN_EXITS_JOB="3")
-    assert run.subcommand("batch") == [["batch", "-N4", str(tmp_path / "state-0" / "batch.sh")]]
+    run = pods.run(0, "--in-instance", STANDIN_EXITS_JOB="3", MC_RANK="0")
+    assert run.subcommand("batch") == [["batch", "--output=kvs", "-N4", str(tmp_path / "state-0" / "batch.sh")]]
     assert run.subcommand("job") == [["job", "attach", "f2ZvLjeF"]]
     assert (tmp_path / "state-0" / "batch.sh").read_text() == (
         "#!/bin/bash\n"
-        "flux submit --flags=waitable -n 2 echo one\n"
-        "flux submit --flags=waitable -n 2 hostname --fqdn\n"
-        "flux job wait --all\n"
+        "ids=()\n"
+        'ids+=("$(flux submit -n 2 echo one)")\n'
+        'ids+=("$(flux submit -n 2 hostname --fqdn)")\n'
+        "status=0\n"
+        'for id in "${ids[@]}"; do flux job attach "$id" || status=1; done\n'
+        'exit "$status"\n'
     )
     assert run.status == 3  # the batch job's status
+    assert "minicluster[rank 0]: batch job f2ZvLjeF submitted" in run.stderr
+
+
+def test_the_batch_script_shows_every_jobs_output_in_order_and_fails_if_one_failed(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, mode="batch", command="echo one\nfalse\necho three\n")
+    (tmp_path / "state-0").mkdir()
+    pods.run(0, "--in-instance")
+    (tmp_path / "batch-state").mkdir()
+    batch = subprocess.run(
+        ["bash", str(tmp_path / "state-0" / "batch.sh")], capture_output=True, text=True, check=False,
+        env={"PATH": f"{pods.bin}:{os.environ['PATH']}", "STANDIN_LOG": str(tmp_path / "batch.jsonl"),
+             "MC_STATE_DIR": str(tmp_path / "batch-state"), "STANDIN_EXITS_JOB": "0 7 0"},
+    )  # fmt: skip
+    assert batch.stdout == "output of job f1\noutput of job f2\noutput of job f3\n"
+    assert batch.returncode == 1
+    calls = [json.loads(line)["argv"] for line in (tmp_path / "batch.jsonl").read_text().splitlines()]
+    assert calls == [["submit", "echo", "one"], ["submit", "false"], ["submit", "echo", "three"],
+                     ["job", "attach", "f1"], ["job", "attach", "f2"], ["job", "attach", "f3"]]  # fmt: skip
+
+
+def test_rank0s_initial_program_inherits_its_rank_for_its_log_lines(tmp_path: Path) -> None:
+    (start,) = [call for call in Pods(tmp_path, mode="batch").run(0).calls if call["argv"][0] == "start"]
+    assert start["env"]["MC_RANK"] == "0"  # flux start hands its environment to the initial program
+
+
+def test_batch_output_keeps_a_copy_in_a_file_when_asked(tmp_path: Path) -> None:
+    copy = tmp_path / "results" / "batch.log"
+    copy.parent.mkdir()
+    pods = Pods(tmp_path, mode="batch", command="echo one", batchOutput=str(copy))
+    (tmp_path / "state-0").mkdir()
+    run = pods.run(0, "--in-instance", STANDIN_EXITS_JOB="4")
+    assert copy.read_text() == "output of job f2ZvLjeF\n"
+    assert run.status == 4  # the copy does not hide the batch job's status
 
 
 def test_interactive_submits_the_command_then_keeps_the_instance_up(tmp_path: Path) -> None:

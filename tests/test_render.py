@@ -11,7 +11,8 @@ from typing import Any
 import yaml
 
 from components import certificate
-from tests.harness import AUTONAME_SUFFIX, ROOT, Registered, deploy
+from components.stack_file import read_config
+from tests.harness import AUTONAME_SUFFIX, ROOT, Registered, deploy, deploy_rejected
 from tests.plain import plain
 
 RENDER = [sys.executable, str(ROOT / "scripts" / "render.py")]
@@ -75,3 +76,44 @@ def test_render_reports_a_bad_config_by_key_and_prints_nothing(tmp_path: Path) -
     assert result.returncode == 2
     assert result.stdout == ""
     assert "minicluster:size: Input should be greater than or equal to 1" in result.stderr
+
+
+# -- a stack file, read as the Pulumi CLI reads it ------------------------------------------------
+
+CLI_LIKE = """config:
+  minicluster:image: ghcr.io/flux-framework/flux-restful-api:latest
+  minicluster:size: 4
+  minicluster:command: "echo 'hi there'"
+  minicluster:logging: {quiet: true}
+  minicluster:submitFlags: [--exclusive]
+  kubernetes:context: kind-flux
+"""
+
+
+def test_scalars_arrive_as_their_yaml_text_and_structures_as_json(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(CLI_LIKE)
+    config, encrypted = read_config(path)
+    assert config == {
+        "minicluster:image": "ghcr.io/flux-framework/flux-restful-api:latest",
+        "minicluster:size": "4",
+        "minicluster:command": "echo 'hi there'",
+        "minicluster:logging": '{"quiet": true}',
+        "minicluster:submitFlags": '["--exclusive"]',
+        "kubernetes:context": "kind-flux",
+    }
+    assert encrypted == []
+
+
+def test_render_refuses_what_pulumi_up_refuses(tmp_path: Path) -> None:
+    """`size: true` is the string "true" to the program: render must not read it as YAML's 1."""
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(CLI_LIKE.replace("minicluster:size: 4", "minicluster:size: true"))
+    result = subprocess.run([*RENDER, "--config", str(path)], capture_output=True, text=True, check=False)
+    assert (result.returncode, result.stdout) == (2, "")
+    said_by_render = (
+        "minicluster:size: Input should be a valid integer, unable to parse string as an integer (got 'true')"
+    )
+    assert said_by_render in result.stderr
+    said_by_pulumi_up, _ = deploy_rejected(read_config(path)[0], stack="x")
+    assert said_by_render in said_by_pulumi_up
