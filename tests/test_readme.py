@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import stat
 import subprocess
 import sys
+from pathlib import Path
 
 from tests.harness import ROOT
 
@@ -34,3 +36,65 @@ def test_configuration_reference_is_generated_from_the_model() -> None:
     ).stdout.strip()
     assert generated in README, "run: venv/bin/python scripts/config_reference.py --write"
     assert "| `minicluster:size` | int | `1` |" in generated
+
+
+def test_the_first_command_keeps_secrets_under_a_random_passphrase_made_once(tmp_path: Path) -> None:
+    """The README's own command under bash; only python3's venv, pip and pulumi are stand-ins."""
+    run_stack, _ = setup_commands()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    recorder(bin_dir / "pulumi", tmp_path / "pulumi.log")
+    fake_python(bin_dir / "python3")
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "PULUMI_CONFIG_PASSPHRASE": ""}
+
+    for _ in range(2):
+        subprocess.run(["bash", "-c", run_stack], cwd=project, env=env, check=True)
+
+    passphrase = project / ".pulumi-passphrase"
+    assert stat.S_IMODE(passphrase.stat().st_mode) == 0o600
+    assert len(passphrase.read_text().strip()) >= 40  # 32 random bytes
+    calls = (tmp_path / "pulumi.log").read_text().splitlines()
+    assert [call.split("|")[0] for call in calls] == ["stack select --create dev", "up --yes --stack dev"] * 2
+    for call in calls:
+        _, backend, passphrase_set, passphrase_file = call.split("|")
+        assert backend == f"file://{project}/.pulumi-state"
+        assert passphrase_set == "unset"  # an empty PULUMI_CONFIG_PASSPHRASE would win over the file
+        assert passphrase_file == f"{project}/.pulumi-passphrase"
+    first = passphrase.read_text()
+    subprocess.run(["bash", "-c", run_stack], cwd=project, env=env, check=True)
+    assert passphrase.read_text() == first  # made once
+
+
+def test_git_ignores_the_passphrase_and_the_state() -> None:
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    assert {".pulumi-passphrase", ".pulumi-state/"} <= set(ignored)
+
+
+def recorder(path: Path, log: Path) -> None:
+    path.write_text(
+        "#!/bin/bash\n"
+        f'printf "%s|%s|%s|%s\\n" "$*" "$PULUMI_BACKEND_URL" "${{PULUMI_CONFIG_PASSPHRASE-unset}}" '
+        f'"$PULUMI_CONFIG_PASSPHRASE_FILE" >>{log}\n'
+    )
+    path.chmod(0o755)
+
+
+def fake_python(path: Path) -> None:
+    """`python3 -m venv venv` makes a venv whose pip does nothing; anything else is the real Python."""
+    path.write_text(
+        "#!/bin/bash\n"
+        'if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin" && printf "#!/bin/sh\\n" >"$3/bin/pip" '
+        '&& chmod +x "$3/bin/pip"; exit 0; fi\n'
+        f'exec {sys.executable} "$@"\n'
+    )
+    path.chmod(0o755)
+
+
+def test_the_supported_versions_table_names_what_is_pinned() -> None:
+    pins = dict(line.split("==", 1) for line in (ROOT / "constraints.txt").read_text().splitlines() if "==" in line)
+    table = README.split("### Supported versions", 1)[1].split("###", 1)[0]
+    for package, pin in (("pulumi (SDK)", "pulumi"), ("pulumi-kubernetes", "pulumi_kubernetes"),
+                         ("kubernetes (Python client)", "kubernetes"), ("pydantic", "pydantic")):  # fmt: skip
+        assert f"| {package} | {pins[pin]} |" in table
