@@ -365,26 +365,26 @@ class _Handler(BaseHTTPRequestHandler):
                     self._chunk(json.dumps({"type": kind, "object": pod}).encode() + b"\n")
         self._chunk(b"")
 
+    def _found(self, store: dict[tuple[str, str], Json], ns: str, name: str, resource: str) -> Json | None:
+        """The object, or None once the API server's 404 has been sent."""
+        found = store.get((ns, name))
+        if found is None:
+            self._status(404, f'{resource} "{name}" not found')
+        return found
+
     def get_pod(self, ns: str, name: str, body: Any) -> None:
-        pod = self.cluster.pods.get((ns, name))
-        if pod is None:
-            self._status(404, f'pods "{name}" not found')
-            return
-        self._json(200, pod)
+        if (pod := self._found(self.cluster.pods, ns, name, "pods")) is not None:
+            self._json(200, pod)
 
     def remove_pod(self, ns: str, name: str, body: Any) -> None:
-        pod = self.cluster.pods.get((ns, name))
-        if pod is None:
-            self._status(404, f'pods "{name}" not found')
-            return
-        self.cluster.delete_pod(ns, name)
-        self._json(200, pod)
+        if (pod := self._found(self.cluster.pods, ns, name, "pods")) is not None:
+            self.cluster.delete_pod(ns, name)
+            self._json(200, pod)
 
     def _streamable(self, ns: str, name: str) -> Json | None:
         """The pod, if its container has started; otherwise the API server's 400 (or 404) is sent."""
-        pod = self.cluster.pods.get((ns, name))
+        pod = self._found(self.cluster.pods, ns, name, "pods")
         if pod is None:
-            self._status(404, f'pods "{name}" not found')
             return None
         if not pod["spec"].get("nodeName"):
             self._status(400, f"pod {name} does not have a host assigned")
@@ -436,11 +436,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._json(200, {"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": items})
 
     def get_job(self, ns: str, name: str, body: Any) -> None:
-        job = self.cluster.jobs.get((ns, name))
-        if job is None:
-            self._status(404, f'jobs.batch "{name}" not found')
-            return
-        self._json(200, job)
+        if (job := self._found(self.cluster.jobs, ns, name, "jobs.batch")) is not None:
+            self._json(200, job)
 
     def pod_exec(self, ns: str, name: str, body: Any) -> None:
         pod = self._streamable(ns, name)
