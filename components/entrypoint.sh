@@ -7,6 +7,11 @@
 #
 # Usage: entrypoint.sh                 start this pod's broker
 #        entrypoint.sh --in-instance   (internal) rank 0's initial program: batch, interactive, RESTful API
+#
+# Stopping: Kubernetes sends SIGTERM to this script (the container's first process); it is passed to
+# the broker at once, and the pod exits 143 (never 0: a Job does not rerun a succeeded index). When
+# rank 0 is told to stop, it first marks every worker to rejoin its replacement, so that the workers'
+# brokers, which exit 0 when the instance shuts down, do not complete their pods.
 
 set -o pipefail
 if [[ ${MC_STRICT:-false} == true ]]; then set -euo pipefail; fi
@@ -16,6 +21,10 @@ flux=${MC_FLUX:-flux}
 run_config=${MC_RUN_CONFIG_DIR:?MC_RUN_CONFIG_DIR must name the directory of command and hook files}
 state=${MC_STATE_DIR:?MC_STATE_DIR must name a writable directory}
 rank=${MC_RANK:-} # set by find_rank, and inherited by rank 0's initial program (--in-instance)
+rejoin_mark=$state/rejoin # written on every rank (flux exec) by a rank 0 that is going away
+broker_pid=""
+stop_requested=false
+readonly STOPPED=143 # 128 + SIGTERM
 
 # Flux refuses more nodes than tasks: spread over every node only when there is a task for each.
 MC_TASK_LAYOUT=(-n"${MC_TASKS:-1}")
@@ -86,7 +95,8 @@ find_rank() {
 
 # The broker refuses a certificate others can read, and the Secret mount is read-only: copy it privately.
 prepare_state() {
-  mkdir -p "$state/run" "$state/content" || die "cannot create $state"
+  mkdir -p "$state/run" "$(statedir)" || die "cannot create $state and $(statedir)"
+  rm -f "$rejoin_mark" # a mark from this container's previous run is not for this one
   (umask 077 && cp "$MC_CURVE_CERT_SOURCE" "$state/curve.cert") || die "cannot copy $MC_CURVE_CERT_SOURCE"
   chmod 0600 "$state/curve.cert"
   # Every host gets this pod's cores and GPUs: the nodes of one MiniCluster are assumed alike.
@@ -100,7 +110,7 @@ broker_options() {
     "-o,--config-path=$MC_BROKER_CONFIG_DIR"
     "-Stbon.connect_timeout=$MC_CONNECT_TIMEOUT"
     "-Srundir=$state/run"
-    "-Sstatedir=$state/content"
+    "-Sstatedir=$(statedir)"
     "-Slocal-uri=local://$state/run/local"
     "-Slog-stderr-level=$MC_LOG_LEVEL"
     "-Slog-stderr-mode=local"
@@ -111,38 +121,120 @@ broker_options() {
   if ((${#attributes[@]})); then options_out_+=("${attributes[@]/#/-S}"); fi
 }
 
+# Where rank 0 keeps the instance's state: on the state volume if there is one (a replaced rank 0
+# restarts the same instance from it), else in the pod.
+statedir() {
+  if ((rank == 0)) && [[ -n ${MC_STATE_VOLUME:-} ]]; then
+    printf '%s/%s' "$MC_STATE_VOLUME" "$MC_HOST_PREFIX"
+  else
+    printf '%s/content' "$state"
+  fi
+}
+
+# The broker runs in the background so that this shell can take SIGTERM while it works.
+run_broker() {
+  local status=0
+  "$@" &
+  broker_pid=$!
+  wait "$broker_pid" || status=$?
+  while kill -0 "$broker_pid" 2>/dev/null; do # a signal interrupted the wait: the broker is still stopping
+    status=0
+    wait "$broker_pid" || status=$?
+  done
+  broker_pid=""
+  return "$status"
+}
+
+on_stop() {
+  if [[ $stop_requested == true ]]; then return; fi
+  stop_requested=true
+  log "told to stop (SIGTERM)${broker_pid:+: stopping the broker}"
+  if [[ -n $broker_pid ]] && [[ $rank == 0 ]]; then hand_over_rank0; fi
+  if [[ -n $broker_pid ]]; then kill -TERM "$broker_pid" 2>/dev/null || true; fi
+}
+
+# Rank 0 is going away (eviction, drain, replacement), which is not the end of the instance's work:
+# every worker is marked to rejoin rank 0's replacement, and the jobs running now are cancelled, with
+# a note. Queued jobs stay queued, for a replacement that restarts from the state volume.
+hand_over_rank0() {
+  local -x FLUX_URI="local://$state/run/local"
+  if ! timeout 5 "$flux" exec -r all touch "$rejoin_mark" >/dev/null 2>&1; then
+    log "could not mark every worker to rejoin (some may be down); those that were not will complete"
+  fi
+  log "cancelling the running jobs: rank 0's pod is stopping"
+  timeout 5 "$flux" cancel --user=all --states=running --message="minicluster: rank 0's pod is stopping" ||
+    log "could not cancel the running jobs"
+}
+
+# A sleep that SIGTERM cuts short.
+pause() {
+  local pid
+  sleep "$1" &
+  pid=$!
+  wait "$pid" || kill "$pid" 2>/dev/null || true
+}
+
 # Rank 0: the instance's initial program decides the mode. flux start returns that program's status.
 start_rank0() {
-  local -a options command flags
+  local -a options command flags program
   broker_options options
   read_lines command command.args
   read_lines flags submit.flags
   if [[ -n ${MC_RESTFUL_PORT:-} ]]; then
-    "$flux" start "${options[@]}" bash "${BASH_SOURCE[0]}" --in-instance
-    return
-  fi
-  if ((${#command[@]} == 0)); then
+    program=(bash "${BASH_SOURCE[0]}" --in-instance)
+  elif ((${#command[@]} == 0)); then
     log "persistent instance: no initial program; stop it with 'flux shutdown'"
-    "$flux" start "${options[@]}" -Sbroker.rc2_none=1
+    program=(-Sbroker.rc2_none=1)
+  else
+    case $MC_MODE in
+      submit) program=("$flux" submit --watch "${MC_TASK_LAYOUT[@]}" "${flags[@]}" "${command[@]}") ;;
+      launcher) program=("${command[@]}") ;;
+      batch | interactive) program=(bash "${BASH_SOURCE[0]}" --in-instance) ;;
+      *) die "unknown MC_MODE '$MC_MODE'" ;;
+    esac
+  fi
+  run_broker "$flux" start "${options[@]}" "${program[@]}"
+}
+
+# With a state volume, rank 0 restarts the instance it finds there. A saved state that the broker
+# cannot start from (it fails within MC_RESTORE_GRACE seconds, e.g. after rank 0 was killed rather
+# than stopped) is kept aside for `flux start --recovery`, and a new, empty instance starts instead.
+start_rank0_with_saved_state() {
+  local saved status=0 started=$SECONDS kept
+  saved=$(statedir)
+  if [[ ! -e $saved/content.sqlite ]]; then
+    start_rank0
     return
   fi
-  case $MC_MODE in
-    submit) "$flux" start "${options[@]}" "$flux" submit --watch "${MC_TASK_LAYOUT[@]}" "${flags[@]}" "${command[@]}" ;;
-    launcher) "$flux" start "${options[@]}" "${command[@]}" ;;
-    batch | interactive) "$flux" start "${options[@]}" bash "${BASH_SOURCE[0]}" --in-instance ;;
-    *) die "unknown MC_MODE '$MC_MODE'" ;;
-  esac
+  log "restarting the instance saved in $saved: its queue and job history come back"
+  start_rank0 || status=$?
+  if ((status == 0 || SECONDS - started >= ${MC_RESTORE_GRACE:-60})) || [[ $stop_requested == true ]]; then
+    return "$status"
+  fi
+  kept="$saved.failed-$(date +%Y%m%dT%H%M%S)"
+  if ! { mv "$saved" "$kept" && mkdir -p "$saved"; }; then die "cannot move the saved state $saved aside"; fi
+  log "the saved instance did not start (status $status); it is kept in $kept (inspect it with" \
+    "'flux start --recovery=$kept'); starting a new, empty instance"
+  start_rank0
 }
 
 # Workers run a broker with no program. A worker that starts before rank 0 is reachable may exit
-# early: retry with a short, bounded backoff. Exit 0 means rank 0 shut the instance down.
+# early: retry with a short, bounded backoff. Exit 0 means the instance shut down, which ends this
+# pod's work, unless rank 0 marked it to rejoin rank 0's replacement.
 start_worker() {
   local -a options
   local attempt=1 delay=1 status
   broker_options options
   while :; do
     status=0
-    "$flux" start "${options[@]}" || status=$?
+    run_broker "$flux" start "${options[@]}" || status=$?
+    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
+    if ((status == 0)) && [[ -e $rejoin_mark ]]; then
+      rm -f "$rejoin_mark"
+      log "rank 0's pod went away: rejoining when its replacement is up"
+      attempt=1 delay=1
+      continue
+    fi
     if ((status == 0)); then
       log "the instance shut down"
       return 0
@@ -152,7 +244,8 @@ start_worker() {
       return "$status"
     fi
     log "broker exited with status $status; try $((attempt + 1))/$MC_WORKER_RETRIES in ${delay}s"
-    sleep "$delay"
+    pause "$delay"
+    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
     attempt=$((attempt + 1))
     delay=$((delay < 8 ? delay * 2 : 10))
   done
@@ -228,13 +321,21 @@ main() {
     in_instance
     return
   fi
+  trap on_stop TERM INT
   run_hook init
   find_rank
   log "rank $rank of $MC_SIZE in $MC_HOSTLIST, mode $MC_MODE"
   prepare_state
   run_hook pre
   local status=0 started=$SECONDS
-  if ((rank == 0)); then start_rank0 || status=$?; else start_worker || status=$?; fi
+  if [[ $stop_requested == true ]]; then
+    status=$STOPPED
+  elif ((rank == 0)); then
+    start_rank0_with_saved_state || status=$?
+  else
+    start_worker || status=$?
+  fi
+  if [[ $stop_requested == true ]]; then status=$STOPPED; fi
   if [[ ${MC_TIMED:-false} == true ]]; then log "the broker ran for $((SECONDS - started))s"; fi
   export MC_EXIT_STATUS=$status
   run_hook post

@@ -33,6 +33,8 @@ def broker_toml(spec: MiniClusterSpec) -> str:
     }
     if spec.queue_policy:
         config["sched-fluxion-qmanager"] = {"queue-policy": spec.queue_policy}
+    if spec.state_volume is not None:  # a killed rank 0 restarts from the latest checkpoint
+        config["kvs"] = {"checkpoint-period": spec.state_volume.checkpoint_period}
     return tomli_w.dumps(config)
 
 
@@ -86,6 +88,7 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_TIMED": spec.logging.timed,
         "MC_FLUX_VIEW": spec.flux_view.path if spec.flux_view.enabled else None,
         "MC_BATCH_OUTPUT": spec.batch_output,
+        "MC_STATE_VOLUME": paths.STATE_VOLUME if spec.state_volume is not None else None,
         **_restful_api_settings(spec),
     }
     env: list[dict[str, Any]] = [

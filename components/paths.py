@@ -11,9 +11,12 @@ PRIVATE_CURVE_CERT = f"{STATE_DIR}/curve.cert"
 RESOURCE_FILE = f"{STATE_DIR}/R"
 LOCAL_URI = f"local://{STATE_DIR}/run/local"
 """Where a process in a broker's container (`kubectl exec`) reaches that broker: set FLUX_URI to it."""
-RESERVED = (PREFIX, STATE_DIR)
+STATE_VOLUME = "/var/lib/minicluster-state"
+"""Where the state volume (minicluster:stateVolume) is mounted: rank 0's statedir is in it."""
+RESERVED = (PREFIX, STATE_DIR, STATE_VOLUME)
 
 FLUX_VIEW = "flux-view"
 """The flux-view init container and its volume."""
-OWN_VOLUMES = ("broker-config", "run-config", "curve-certificate", "state", FLUX_VIEW)
+STATE_VOLUME_NAME = "flux-state"
+OWN_VOLUMES = ("broker-config", "run-config", "curve-certificate", "state", FLUX_VIEW, STATE_VOLUME_NAME)
 """The volumes the broker pod has for itself: a user volume may not take one of these names."""

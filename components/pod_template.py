@@ -8,7 +8,7 @@ from typing import Any
 from components import paths
 from components.files import ENTRYPOINT_SCRIPT, entrypoint_env
 from components.names import BROKER_CONTAINER, labels
-from components.settings import ContainerSettings, Volume
+from components.settings import ContainerSettings, StateVolume, Volume
 from components.spec import MiniClusterSpec
 
 Manifest = dict[str, Any]
@@ -123,6 +123,8 @@ def _own_mounts(spec: MiniClusterSpec) -> list[Manifest]:
     ]
     if spec.flux_view.enabled:
         mounts.append({"name": FLUX_VIEW, "mountPath": spec.flux_view.path})
+    if spec.state_volume is not None:
+        mounts.append({"name": paths.STATE_VOLUME_NAME, "mountPath": paths.STATE_VOLUME})
     return mounts
 
 
@@ -148,6 +150,8 @@ def _volumes(spec: MiniClusterSpec, secret_name: Any, broker_config: Any, entryp
     ]
     if spec.flux_view.enabled:
         volumes.append({"name": FLUX_VIEW, "emptyDir": {}})
+    if spec.state_volume is not None:
+        volumes.append({"name": paths.STATE_VOLUME_NAME, **state_volume_source(spec.state_volume)})
     return volumes + [{"name": name, **volume_source(volume)} for name, volume in spec.volumes.items()]
 
 
@@ -163,6 +167,12 @@ def volume_source(volume: Volume) -> Manifest:
     assert volume.empty_dir is not None  # the model allows exactly one source
     empty_dir = {"medium": volume.empty_dir.medium, "sizeLimit": volume.empty_dir.size_limit}
     return {"emptyDir": {key: value for key, value in empty_dir.items() if value}}
+
+
+def state_volume_source(volume: StateVolume) -> Manifest:
+    if volume.claim_name is not None:
+        return {"persistentVolumeClaim": {"claimName": volume.claim_name}}
+    return {"hostPath": {"path": volume.host_path, "type": "DirectoryOrCreate"}}
 
 
 def _scheduling(spec: MiniClusterSpec) -> Manifest:

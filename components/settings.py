@@ -232,6 +232,45 @@ class Volume(Model):
         return self
 
 
+class StateVolume(Model):
+    """Where rank 0 keeps the Flux instance's state (its statedir: content store, KVS, job manager
+    checkpoint), so that a replaced rank 0 restarts the same instance. Exactly one source."""
+
+    claim_name: str | None = None
+    """An existing PersistentVolumeClaim. Every pod mounts it; only rank 0 uses it."""
+    access_mode: Literal["ReadWriteMany", "ReadWriteOnce"] = "ReadWriteMany"
+    """The claim's access mode. ReadWriteOnce mounts on one node only, so every pod must then be pinned
+    to one node (pod.nodeSelector kubernetes.io/hostname)."""
+    host_path: str | None = None
+    """A directory on the node: only for a MiniCluster whose pods all run on one node."""
+    checkpoint_period: str = "30s"
+    """How often the instance's state is checkpointed ([kvs] checkpoint-period): what a rank 0 that is
+    killed, rather than stopped, can lose."""
+
+    @field_validator("claim_name")
+    @classmethod
+    def _claim(cls, value: str | None) -> str | None:
+        return None if value is None else rules.subdomain(value)
+
+    @field_validator("host_path")
+    @classmethod
+    def _directory(cls, value: str | None) -> str | None:
+        return None if value is None else rules.absolute_path(value)
+
+    @field_validator("checkpoint_period")
+    @classmethod
+    def _period(cls, value: str) -> str:
+        if not rules.FLUX_DURATION.match(value):
+            raise ValueError("must be a Flux duration like 30s, 5m or 1h")
+        return value
+
+    @model_validator(mode="after")
+    def _one_source(self) -> StateVolume:
+        if (self.claim_name is None) == (self.host_path is None):
+            raise ValueError("needs exactly one of claimName and hostPath")
+        return self
+
+
 class Pod(Model):
     """Settings of every broker pod (names follow the flux-operator's `pod`)."""
 

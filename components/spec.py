@@ -30,6 +30,7 @@ from components.settings import (
     Pod,
     RestfulApi,
     Sidecar,
+    StateVolume,
     Volume,
 )
 
@@ -151,6 +152,9 @@ class MiniClusterSpec(ContainerSettings):
     """Flux from an init container, for application images without Flux."""
     restful_api: RestfulApi = Field(default_factory=RestfulApi)
     """The Flux RESTful API server on rank 0 of a persistent cluster."""
+    state_volume: StateVolume | None = None
+    """A persistent cluster's state, kept by rank 0 on a volume: a replaced rank 0 (eviction, drain)
+    restarts the same instance, with its queue and job history."""
 
     # -- field rules ------------------------------------------------------------------------------
 
@@ -282,7 +286,9 @@ class MiniClusterSpec(ContainerSettings):
 
     @model_validator(mode="after")
     def _consistent(self) -> MiniClusterSpec:
-        checks = (self._size_problems, self._name_problems, self._mode_problems, self._pod_problems)
+        checks = (
+            self._size_problems, self._name_problems, self._mode_problems, self._pod_problems, self._state_problems,
+        )  # fmt: skip
         problems = [problem for check in checks for problem in check() if problem]
         if problems:
             raise ValueError("\n".join(problems))
@@ -355,6 +361,32 @@ class MiniClusterSpec(ContainerSettings):
         if self.flux_view.enabled and self.flux_view.path in {volume.path for volume in self.volumes.values()}:
             problems.append(f"minicluster:fluxView.path {self.flux_view.path} is also a volume's path")
         return problems
+
+    def _state_problems(self) -> list[str]:
+        volume = self.state_volume
+        if volume is None:
+            return []
+        if not self.persistent:
+            return [
+                f"minicluster:stateVolume keeps a persistent instance's queue for a replaced rank 0; with "
+                f"minicluster:command in mode {self.mode!r}, a replaced rank 0 runs the command again and has "
+                "nothing to keep: unset one of them"
+            ]
+        one_node = self.largest_size == 1 or "kubernetes.io/hostname" in self.pod.node_selector
+        pin = "pin every pod to one node (minicluster:pod.nodeSelector kubernetes.io/hostname)"
+        if volume.host_path is not None and not one_node:
+            return [
+                "minicluster:stateVolume.hostPath is a different directory on each node, and a rank 0 replaced "
+                f"on another node would not find its state: use claimName, or {pin}"
+            ]
+        if volume.access_mode == "ReadWriteOnce" and not one_node:
+            return [
+                "minicluster:stateVolume: a ReadWriteOnce claim mounts on one node only and every pod mounts it, "
+                f"while the pods spread over nodes: use a ReadWriteMany claim, or {pin}"
+            ]
+        if one_node and self.pod.one_pod_per_node and self.largest_size > 1:
+            return ["minicluster:stateVolume pins the pods to one node, and minicluster:pod.onePodPerNode spreads them"]
+        return []
 
     # -- derived values (the one place each is computed) ------------------------------------------
 

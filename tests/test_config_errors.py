@@ -106,6 +106,13 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("sidecar-key-typo", {"containers": [{"name": "a", "image": "app:1", "comand": ["x"]}]}, "minicluster:containers[0].comand: unknown config key; did you mean minicluster:containers[0].command?"),
     ("volume-key-typo", {"volumes": {"data": {"path": "/d", "emptydir": {}}}}, "minicluster:volumes.data.emptydir: unknown config key; did you mean minicluster:volumes.data.emptyDir?"),
     ("certificate-empty", {"curveCertificate": ""}, "minicluster:curveCertificate: the certificate is empty"),
+    ("state-volume-with-a-command", {"stateVolume": {"claimName": "state"}}, "minicluster:stateVolume keeps a persistent instance's queue for a replaced rank 0; with minicluster:command in mode 'submit'"),
+    ("state-volume-rwo-spread", {"command": None, "stateVolume": {"claimName": "state", "accessMode": "ReadWriteOnce"}}, "minicluster:stateVolume: a ReadWriteOnce claim mounts on one node only and every pod mounts it, while the pods spread over nodes"),
+    ("state-volume-host-path-spread", {"command": None, "stateVolume": {"hostPath": "/srv/flux"}}, "minicluster:stateVolume.hostPath is a different directory on each node"),
+    ("state-volume-pinned-but-spread", {"command": None, "pod": {"nodeSelector": {"kubernetes.io/hostname": "n1"}, "onePodPerNode": True}, "stateVolume": {"hostPath": "/srv/flux"}}, "minicluster:stateVolume pins the pods to one node, and minicluster:pod.onePodPerNode spreads them"),
+    ("state-volume-two-sources", {"command": None, "stateVolume": {"claimName": "s", "hostPath": "/srv"}}, "minicluster:stateVolume: needs exactly one of claimName and hostPath"),
+    ("state-volume-no-source", {"command": None, "stateVolume": {}}, "minicluster:stateVolume: needs exactly one of claimName and hostPath"),
+    ("state-volume-period", {"command": None, "stateVolume": {"claimName": "s", "checkpointPeriod": "often"}}, "minicluster:stateVolume.checkpointPeriod: must be a Flux duration"),
 ]  # fmt: skip
 
 

@@ -136,7 +136,8 @@ def test_every_volume_source_becomes_a_pod_volume_and_a_flux_container_mount() -
 def test_the_pods_own_volumes_are_exactly_the_names_user_volumes_may_not_take() -> None:
     from components.paths import OWN_VOLUMES
 
-    volumes = pod_of(deploy(config(volumes=VOLUMES, fluxView={"enabled": True})))["spec"]["volumes"]
+    everything = config(volumes=VOLUMES, fluxView={"enabled": True}, command=None, stateVolume={"claimName": "state"})
+    volumes = pod_of(deploy(everything))["spec"]["volumes"]
     assert [v["name"] for v in volumes if v["name"] not in VOLUMES] == list(OWN_VOLUMES)
 
 
@@ -326,3 +327,45 @@ def test_without_the_api_there_is_no_api_service_or_output() -> None:
     deployment = deploy(config())
     assert [s.name for s in deployment.of_type(SERVICE)] == ["dev-service"]
     assert "apiServiceName" not in deployment.outputs
+
+
+# -- the state volume (issue 13) ------------------------------------------------------------------
+
+KEPT = {"command": None, "stateVolume": {"claimName": "flux-state"}}
+
+
+def test_the_state_volume_is_mounted_in_the_flux_container_for_rank0s_statedir() -> None:
+    deployment = deploy(config(**KEPT, volumes=SCRATCH, containers=[{**SIDECAR, "volumes": ["scratch"]}]))
+    spec = pod_of(deployment)["spec"]
+    assert {"name": "flux-state", "persistentVolumeClaim": {"claimName": "flux-state"}} in spec["volumes"]
+    broker = containers(deployment)["flux-broker"]
+    assert {"name": "flux-state", "mountPath": "/var/lib/minicluster-state"} in broker["volumeMounts"]
+    assert {"name": "MC_STATE_VOLUME", "value": "/var/lib/minicluster-state"} in broker["env"]
+    sidecar = containers(deployment)["metrics"]
+    assert all(mount["name"] != "flux-state" for mount in sidecar["volumeMounts"])  # rank 0's broker only
+
+
+def test_the_state_volume_checkpoints_the_kvs_so_a_killed_rank0_loses_little() -> None:
+    broker_toml = tomllib.loads(data(deploy(config(**KEPT)), "dev-broker-config")["broker.toml"])
+    assert broker_toml["kvs"] == {"checkpoint-period": "30s"}
+
+
+def test_without_a_state_volume_rank0s_state_stays_in_the_pod() -> None:
+    deployment = deploy(config(command=None))
+    broker = containers(deployment)["flux-broker"]
+    assert all(mount["name"] != "flux-state" for mount in broker["volumeMounts"])
+    assert all(item["name"] != "MC_STATE_VOLUME" for item in broker["env"])
+    assert "kvs" not in tomllib.loads(data(deployment, "dev-broker-config")["broker.toml"])
+
+
+def test_a_one_node_cluster_may_keep_its_state_in_a_host_path() -> None:
+    spec = pod_of(deploy(config(command=None, size=1, stateVolume={"hostPath": "/srv/flux"})))["spec"]
+    assert {"name": "flux-state", "hostPath": {"path": "/srv/flux", "type": "DirectoryOrCreate"}} in spec["volumes"]
+
+
+def test_a_read_write_once_claim_works_when_every_pod_is_pinned_to_one_node() -> None:
+    pinned = {"nodeSelector": {"kubernetes.io/hostname": "big-node"}}
+    volume = {"claimName": "flux-state", "accessMode": "ReadWriteOnce"}
+    spec = pod_of(deploy(config(command=None, pod=pinned, stateVolume=volume)))["spec"]
+    assert spec["nodeSelector"] == {"kubernetes.io/hostname": "big-node"}
+    assert {"name": "flux-state", "persistentVolumeClaim": {"claimName": "flux-state"}} in spec["volumes"]

@@ -50,6 +50,7 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         hooks={"init": "id", "pre": "env", "post": "echo done"},
         logging={"quiet": True, "strict": True, "debug": True, "timed": True},
     ),
+    "state-volume": config(mode="interactive", stateVolume={"claimName": "flux-state", "checkpointPeriod": "1m"}),
     "operator-spec": config(
         command=None,
         containers=[
