@@ -2,7 +2,7 @@
 """Operate a deployed MiniCluster: its stack file says which one; the kubeconfig context says where.
 
     python scripts/minicluster.py list   --stack dev      # pods: rank, state (with the reason), node, restarts, age
-    python scripts/minicluster.py status --stack dev      # Job state, pods per phase, why pods wait, indexes, age
+    python scripts/minicluster.py status --stack dev      # Job state, pods per phase, why pods wait, replacements
     python scripts/minicluster.py logs   --stack dev [--rank I | --all] [--follow]
     python scripts/minicluster.py wait   --stack dev [--timeout S]   # live progress; exits with the Job's result
     python scripts/minicluster.py exec   --stack dev [--rank I] -- flux resource list
@@ -171,13 +171,56 @@ def _settled(state: PodState) -> bool:
     return state.running or state.finished
 
 
-def status_rows(job: Any, pods: Sequence[Any], now: datetime) -> list[tuple[str, str]]:
+def replacements(job_name: str, pods: Sequence[Any], events: Sequence[Any]) -> dict[int, list[str]]:
+    """Ranks whose pod was replaced, with why each earlier pod went: what the pod still says (a
+    DisruptionTarget condition, an exit code), else its last event (the pod may be gone)."""
+    created = {
+        event.message.removeprefix("Created pod: "): _when(event)
+        for event in events
+        if event.reason == "SuccessfulCreate" and event.involved_object.name == job_name
+    } | {pod.metadata.name: pod.metadata.creation_timestamp for pod in pods}
+    by_rank: dict[int, list[str]] = {}
+    for name in sorted(created, key=lambda name: (created[name] or datetime.min.replace(tzinfo=UTC), name)):
+        index = name.removeprefix(f"{job_name}-").rsplit("-", 1)[0]
+        if index.isdigit():
+            by_rank.setdefault(int(index), []).append(name)
+    found = {pod.metadata.name: pod for pod in pods}
+    return {  # the newest pod of a rank is its current one; every earlier one was replaced
+        rank: [_why_gone(name, found.get(name), events) for name in names[:-1]]
+        for rank, names in by_rank.items()
+        if len(names) > 1
+    }
+
+
+def _when(event: Any) -> datetime | None:
+    when: datetime | None = event.first_timestamp or event.event_time or event.metadata.creation_timestamp
+    return when
+
+
+def _why_gone(name: str, pod: Any, events: Sequence[Any]) -> str:
+    for condition in (pod.status.conditions or []) if pod is not None else []:
+        if condition.type == "DisruptionTarget" and condition.status == "True":
+            return f"{condition.reason}: {condition.message}" if condition.message else str(condition.reason)
+    if pod is not None and pod_state(pod).finished:
+        return str(pod_state(pod))
+    said = [event for event in events if event.involved_object.name == name]
+    return f"{said[-1].reason}: {said[-1].message}" if said else "deleted"
+
+
+def status_rows(
+    job: Any, pods: Sequence[Any], now: datetime, events: Sequence[Any] | None = None
+) -> list[tuple[str, str]]:
     phases = Counter(pod.status.phase for pod in pods)
+    replaced = replacements(job.metadata.name, pods, events or [])
     return [
         ("job", f"{job.metadata.namespace}/{job.metadata.name}"),
         ("state", job_state(job)),
         ("pods", ", ".join(f"{count} {phase}" for phase, count in sorted(phases.items())) or "none yet"),
         *(("waiting", reason) for reason in waiting_reasons(pods)),
+        *(
+            ("replaced", f"rank {rank}: {len(whys)} time{'s' if len(whys) > 1 else ''} ({'; '.join(whys)})")
+            for rank, whys in sorted(replaced.items())
+        ),
         ("completed indexes", job.status.completed_indexes or "none"),
         ("failed indexes", job.status.failed_indexes or "none"),
         ("age", age(job.metadata.creation_timestamp, now)),
@@ -274,7 +317,7 @@ class Cluster:
             return Failure(
                 EXIT_DENIED,
                 f"access denied ({found.status}: {found.detail}); this needs get, list and watch on jobs and pods, "
-                f"get on pods/log and create on pods/exec in namespace {namespace!r}",
+                f"list on events, get on pods/log and create on pods/exec in namespace {namespace!r}",
             )
         if found.kind == "client-side":
             return Failure(EXIT_FAILED, f"this tool failed: the Kubernetes client refused its request ({found.detail})")
@@ -323,6 +366,19 @@ class Cluster:
         if not found and self.job_seen:
             self.job()
         return sorted(found, key=lambda pod: (rank_of(pod), pod.metadata.creation_timestamp or datetime.min))
+
+    def events(self) -> list[Any]:
+        """The namespace's events (to say why pods were replaced); none if they may not be read."""
+        try:
+            found = self.call(
+                lambda: self.core.list_namespaced_event(self.spec.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
+            )
+        except Failure as failure:
+            if failure.exit_code != EXIT_DENIED:
+                raise
+            note("the namespace's events may not be read: why pods were replaced is shown only from the pods")
+            return []
+        return list(found.items or [])
 
     def pod_of_rank(self, rank: int) -> Any:
         spec = self.spec
@@ -394,7 +450,7 @@ def cmd_list(cluster: Cluster, console: Console) -> int:
 def cmd_status(cluster: Cluster, console: Console) -> int:
     job = cluster.job()
     table = Table("", "", show_header=False, box=None, title=f"MiniCluster {cluster.spec.name}")
-    for key, value in status_rows(job, cluster.pods(), datetime.now(UTC)):
+    for key, value in status_rows(job, cluster.pods(), datetime.now(UTC), cluster.events()):
         table.add_row(key, value)
     console.print(table)
     return EXIT_OK

@@ -121,11 +121,13 @@ class Cluster:
             for namespace, name in list(self.pods):
                 self.delete_pod(namespace, name)
 
-    def add_event(self, namespace: str, involved: str, reason: str, message: str) -> None:
+    def add_event(
+        self, namespace: str, involved: str, reason: str, message: str, kind: str = "Pod", at: str = CREATED
+    ) -> None:
         self.events.append({
             "metadata": {"name": f"{involved}.{len(self.events)}", "namespace": namespace},
-            "involvedObject": {"kind": "Pod", "name": involved, "namespace": namespace},
-            "reason": reason, "message": message, "type": "Warning",
+            "involvedObject": {"kind": kind, "name": involved, "namespace": namespace},
+            "reason": reason, "message": message, "type": "Warning", "firstTimestamp": at,
         })  # fmt: skip
 
     def created_pods(self) -> list[Json]:

@@ -1,7 +1,7 @@
-"""The real entrypoint under bash, one process per rank, with stand-in `flux` and `sleep` (issue 3).
+"""The real entrypoint under bash, one process per rank, with stand-in `flux` and `sleep` (issues 3, 13).
 
-The files and environment come from the same builders the Job uses; only the mount points are
-redirected into a temporary directory.
+The pods (tests/pods.py) get their files and environment from the same builders the Job uses; only
+the mount points are redirected into a temporary directory.
 """
 
 from __future__ import annotations
@@ -10,109 +10,15 @@ import json
 import os
 import re
 import shutil
-import signal
 import stat
 import subprocess
 import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from components import certificate, manifests
-from components.spec import MiniClusterSpec, load_spec
-from tests.conftest import config
-
-ROOT = Path(__file__).resolve().parent.parent
-STANDINS = ROOT / "tests" / "standins"
-SCRIPT = ROOT / "components" / "entrypoint.sh"
-
-
-@dataclass
-class Run:
-    status: int
-    stderr: str
-    calls: list[dict[str, Any]]
-    sleeps: list[str]
-
-    def subcommand(self, name: str) -> list[list[str]]:
-        return [call["argv"] for call in self.calls if call.get("argv", [])[:1] == [name]]
-
-    @property
-    def start(self) -> list[str]:
-        (argv,) = self.subcommand("start")
-        return argv
-
-
-class Pods:
-    """A MiniCluster's pods as local processes sharing the mounted files."""
-
-    def __init__(self, tmp: Path, **overrides: Any) -> None:
-        self.tmp = tmp
-        self.spec: MiniClusterSpec = load_spec({f"minicluster:{k}": v for k, v in config(**overrides).items()}, "dev")
-        self.cert = certificate.generate(self.spec.rank0_host)
-        run_dir, broker_dir, curve_dir = tmp / "run", tmp / "broker", tmp / "curve"
-        for directory, files in (
-            (run_dir, manifests.run_config_files(self.spec)),
-            (broker_dir, {manifests.BROKER_CONFIG_KEY: manifests.broker_toml(self.spec)}),
-            (curve_dir, {manifests.CURVE_CERT_KEY: self.cert.text()}),
-        ):
-            directory.mkdir()
-            for name, text in files.items():
-                (directory / name).write_text(text)
-        (curve_dir / manifests.CURVE_CERT_KEY).chmod(0o444)  # Secret mounts are read-only
-        self.env = {item["name"]: item["value"] for item in manifests.entrypoint_env(self.spec) if "value" in item}
-        self.bin = install_standins(tmp / "bin")
-        self.env.update(
-            MC_RUN_CONFIG_DIR=str(run_dir),
-            MC_BROKER_CONFIG_DIR=str(broker_dir),
-            MC_CURVE_CERT_SOURCE=str(curve_dir / manifests.CURVE_CERT_KEY),
-        )
-
-    def run(self, rank: int, *args: str, hostname: str | None = None, index: str | None = None, **env: str) -> Run:
-        return self.wait(self.start(rank, *args, hostname=hostname, index=index, **env))
-
-    def start(
-        self, rank: int, *args: str, hostname: str | None = None, index: str | None = None, **env: str
-    ) -> tuple[subprocess.Popen[str], Path]:
-        log = self.tmp / f"calls-{rank}-{len(list(self.tmp.glob('calls-*')))}.jsonl"
-        state = self.tmp / f"state-{rank}"
-        process_env = {
-            "PATH": f"{self.bin}:{os.environ['PATH']}",
-            "HOME": str(self.tmp),
-            **self.env,
-            "MC_STATE_DIR": str(state),
-            "HOSTNAME": hostname or self.spec.host(rank),
-            "JOB_COMPLETION_INDEX": str(rank) if index is None else index,
-            "STANDIN_LOG": str(log),
-            **env,
-        }
-        process = subprocess.Popen(
-            ["bash", str(SCRIPT), *args], env=process_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-            cwd=self.tmp,
-        )  # fmt: skip
-        return process, log
-
-    @staticmethod
-    def wait(started: tuple[subprocess.Popen[str], Path]) -> Run:
-        process, log = started
-        _, stderr = process.communicate(timeout=30)
-        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-        sleeps_file = Path(f"{log}.sleep")
-        sleeps = sleeps_file.read_text().splitlines() if sleeps_file.exists() else []
-        return Run(process.returncode, stderr, calls, sleeps)
-
-
-def install_standins(bin_dir: Path) -> Path:
-    """The stand-ins, run by this interpreter (so a test may shadow python3 itself)."""
-    bin_dir.mkdir()
-    for standin in STANDINS.iterdir():
-        text = standin.read_text().replace("#!/usr/bin/env python3", f"#!{sys.executable}", 1)
-        (bin_dir / standin.name).write_text(text)
-        (bin_dir / standin.name).chmod(0o755)
-    return bin_dir
+from components import manifests
+from tests.pods import BLOCK, SCRIPT, Pods, Run, starts, stop, wait_for
 
 
 def recorder(path: Path, log: Path, then: str = "") -> None:
@@ -501,33 +407,6 @@ def test_an_installed_api_is_started_without_cloning(tmp_path: Path) -> None:
 
 
 # -- stopping, and losing pods (issue 13) ---------------------------------------------------------
-
-BLOCK = {"STANDIN_START_BLOCK": "1"}
-
-
-def wait_for(condition: Any, what: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.01)
-
-
-def calls_of(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
-def starts(log: Path) -> int:
-    return sum(1 for call in calls_of(log) if call.get("argv", [""])[0] == "start")
-
-
-def stop(started: tuple[subprocess.Popen[str], Path]) -> tuple[Run, float]:
-    """SIGTERM to the entrypoint once its broker runs, as the kubelet sends it; and how long it took to exit."""
-    process, log = started
-    wait_for(lambda: starts(log) > 0, "the broker to start")
-    sent = time.monotonic()
-    process.send_signal(signal.SIGTERM)
-    run = Pods.wait(started)
-    return run, time.monotonic() - sent
 
 
 def test_sigterm_reaches_the_broker_at_once_and_a_worker_exits_143_after_its_post_hook(tmp_path: Path) -> None:

@@ -315,3 +315,30 @@ def _client() -> Any:
     from components import kube
 
     return kube.api_client(None)
+
+
+def test_status_says_which_ranks_were_replaced_how_often_and_why(kube_api: Cluster, capsys: Any) -> None:
+    all_running(kube_api)
+    evicted = broker_pod(0, finished(143, BROKER))
+    evicted["metadata"].update(name="dev-0-old11", creationTimestamp="2025-12-31T00:00:00Z")
+    disruption = {"reason": "EvictionByEvictionAPI", "message": "Eviction API: evicting"}
+    evicted["status"]["conditions"] = [{"type": "DisruptionTarget", "status": "True", **disruption}]
+    kube_api.add_pod(evicted)
+    for name, at in (("dev-2-aaaaa", "2025-12-30T00:00:00Z"), ("dev-2-bbbbb", "2025-12-30T01:00:00Z"),
+                     ("dev-2-abcde", "2026-01-01T00:00:00Z")):  # fmt: skip
+        kube_api.add_event("default", "dev", "SuccessfulCreate", f"Created pod: {name}", kind="Job", at=at)
+    kube_api.add_event("default", "dev-2-aaaaa", "Preempted", "Preempted by default/urgent on node node-1")
+    assert cli.main(["status", "--stack", "dev"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "replaced rank 0: 1 time (EvictionByEvictionAPI: Eviction API: evicting)" in said
+    assert "replaced rank 2: 2 times (Preempted: Preempted by default/urgent on node node-1; deleted)" in said
+    assert "replaced rank 1" not in said
+
+
+def test_status_without_leave_to_read_events_still_answers(kube_api: Cluster, capsys: Any) -> None:
+    all_running(kube_api)
+    kube_api.fail("GET", "/events$", 403, 'events is forbidden: User "dev" cannot list resource "events"')
+    assert cli.main(["status", "--stack", "dev"]) == 0
+    captured = capsys.readouterr()
+    assert "pods 4 Running" in " ".join(captured.out.split())
+    assert "why pods were replaced is shown only from the pods" in captured.err
