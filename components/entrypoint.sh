@@ -158,12 +158,17 @@ on_stop() {
 # a note. Queued jobs stay queued, for a replacement that restarts from the state volume.
 hand_over_rank0() {
   local -x FLUX_URI="local://$state/run/local"
-  if ! timeout 5 "$flux" exec -r all touch "$rejoin_mark" >/dev/null 2>&1; then
+  if ! bounded "$flux" exec -r all touch "$rejoin_mark" >/dev/null 2>&1; then
     log "could not mark every worker to rejoin (some may be down); those that were not will complete"
   fi
   log "cancelling the running jobs: rank 0's pod is stopping"
-  timeout 5 "$flux" cancel --user=all --states=running --message="minicluster: rank 0's pod is stopping" ||
+  bounded "$flux" cancel --user=all --states=running --message="minicluster: rank 0's pod is stopping" ||
     log "could not cancel the running jobs"
+}
+
+# A command that may take 5 s at most, where the image has `timeout` (the grace period bounds it anyway).
+bounded() {
+  if command -v timeout >/dev/null; then timeout 5 "$@"; else "$@"; fi
 }
 
 # A sleep that SIGTERM cuts short.

@@ -531,3 +531,19 @@ def test_a_saved_instance_that_ran_and_then_failed_is_not_thrown_away(tmp_path: 
     )
     assert (len(run.subcommand("start")), run.status) == (1, 1)
     assert list((tmp_path / "volume").glob("dev.failed-*")) == []
+
+
+def test_rank0_marks_the_workers_even_in_an_image_without_timeout(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, command=None)
+    worker = tmp_path / "state-1"
+    worker.mkdir()
+    no_timeout = tmp_path / "no-timeout-bin"
+    no_timeout.mkdir()
+    for tool in ("bash", "mkdir", "cp", "chmod", "rm", "sleep", "touch", "kill"):
+        found = shutil.which(tool)
+        if found and not (no_timeout / tool).exists():
+            (no_timeout / tool).symlink_to(found)
+    path = f"{pods.bin}:{no_timeout}"
+    run, _ = stop(pods.start(0, **BLOCK, STANDIN_EXEC_ON=str(worker), PATH=path))
+    assert (worker / "rejoin").exists()
+    assert run.status == 143
