@@ -2,8 +2,8 @@
 
 import pulumi
 
-from components.minicluster import MiniCluster, MiniClusterArgs, stack_config
-from components.spec import ConfigError, load_spec
+from components.config.spec import ConfigError, load_spec
+from components.resources.minicluster import MiniCluster, MiniClusterArgs, stack_config
 
 try:
     spec = load_spec(stack_config(), pulumi.get_stack())

@@ -19,9 +19,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components import stack_file  # noqa: E402
-from components.rendering import render  # noqa: E402
-from components.spec import ConfigError  # noqa: E402
+from components.builders.rendering import render  # noqa: E402
+from components.config import stack_file  # noqa: E402
+from components.config.spec import ConfigError  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

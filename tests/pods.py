@@ -15,13 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components import certificate, manifests
-from components.spec import MiniClusterSpec, load_spec
+from components.builders import manifests
+from components.config import certificate
+from components.config.spec import MiniClusterSpec, load_spec
 from tests.conftest import config
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDINS = ROOT / "tests" / "standins"
-SCRIPT = ROOT / "components" / "entrypoint.sh"
+SCRIPT = ROOT / "components" / "builders" / "entrypoint.sh"
 
 
 @dataclass

@@ -8,8 +8,8 @@ from typing import Any
 import hostlist
 import pytest
 
-from components.manifests import broker_toml
-from components.spec import load_spec
+from components.builders.manifests import broker_toml
+from components.config.spec import load_spec
 from tests.conftest import config
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import zmq.auth
 
-from components import certificate
-from components.certificate import BEGIN_MARKER, END_MARKER, CertificateError, extract_from_log, parse
+from components.config import certificate
+from components.config.certificate import BEGIN_MARKER, END_MARKER, CertificateError, extract_from_log, parse
 
 PAIR = certificate.generate("dev-0")
 

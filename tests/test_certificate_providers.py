@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from components import certificate, keygen
-from components.spec import load_spec
+from components.config import certificate
+from components.config.spec import load_spec
+from components.resources import keygen
 from tests.conftest import config
 from tests.kube_api import Cluster, StandIn, Step, finished, running
 from tests.provider_plugin import DIFF_NONE, DIFF_SOME, UNKNOWN, ProviderPlugin, grpc_error, is_secret, secret
@@ -211,3 +212,12 @@ def test_local_keypair_over_the_wire(local_plugin: ProviderPlugin) -> None:
     assert local_plugin.diff(resource_id, outs, inputs).changes == DIFF_NONE
     rotated = local_plugin.diff(resource_id, outs, {**inputs, "rotation": 3})
     assert list(rotated.replaces) == ["rotation"]
+
+
+def test_state_from_before_the_layered_layout_still_finds_its_providers() -> None:
+    """What unpickling `components.keygen.LocalKeygenProvider` from older state resolves to."""
+    import importlib
+
+    old = importlib.import_module("components.keygen")
+    assert old.LocalKeygenProvider is keygen.LocalKeygenProvider
+    assert old.KeygenPodProvider is keygen.KeygenPodProvider

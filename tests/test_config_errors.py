@@ -135,7 +135,7 @@ def test_every_problem_is_reported_at_once() -> None:
 
 
 def test_a_certificate_and_local_keygen_together_are_contradictory() -> None:
-    from components import certificate
+    from components.config import certificate
 
     message, _ = deploy_rejected(config(keygen="local", curveCertificate=certificate.generate("dev-0").text()))
     assert "minicluster:curveCertificate is set, so minicluster:keygen 'local' has nothing to do; unset one" in message

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from components import manifests
+from components.builders import manifests
 from tests.pods import BLOCK, SCRIPT, Pods, Run, starts, stop, wait_for
 
 

@@ -3,8 +3,8 @@ local API stand-in, and the providers in test_certificate_providers.py, over gRP
 
 from __future__ import annotations
 
-from components import manifests
-from components.spec import load_spec
+from components.builders import manifests
+from components.config.spec import load_spec
 from tests.conftest import IMAGE, config
 
 SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")

@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from components import certificate, kube, manifests
-from components.certificate import BEGIN_MARKER, END_MARKER
-from components.keygen_pod import KeygenError, run_keygen_pod
-from components.spec import load_spec
+from components.builders import manifests
+from components.cluster import kube
+from components.cluster.keygen_pod import KeygenError, run_keygen_pod
+from components.config import certificate
+from components.config.certificate import BEGIN_MARKER, END_MARKER
+from components.config.spec import load_spec
 from tests.conftest import IMAGE, config
 from tests.kube_api import Cluster, Step, finished, refused_url, running, waiting, write_kubeconfig
 

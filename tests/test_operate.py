@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from components.manifests import labels
-from components.names import INDEX_LABEL
-from components.stack_file import load, stack_path
+from components.builders.manifests import labels
+from components.builders.names import INDEX_LABEL
+from components.config.stack_file import load, stack_path
 from tests.harness import ROOT
 from tests.kube_api import Cluster, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
 
@@ -312,7 +312,7 @@ def test_an_api_server_error_is_one_line_with_its_message(kube_api: Cluster, cap
 
 
 def _client() -> Any:
-    from components import kube
+    from components.cluster import kube
 
     return kube.api_client(None)
 

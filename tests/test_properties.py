@@ -11,8 +11,8 @@ import kubernetes_validate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components import manifests
-from components.spec import load_spec
+from components.builders import manifests
+from components.config.spec import load_spec
 from tests.schemas import assert_conforms
 
 LABEL_CHARS = string.ascii_lowercase + string.digits + "-"

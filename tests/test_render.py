@@ -10,8 +10,8 @@ from typing import Any
 
 import yaml
 
-from components import certificate
-from components.stack_file import read_config
+from components.config import certificate
+from components.config.stack_file import read_config
 from tests.harness import AUTONAME_SUFFIX, ROOT, Registered, deploy, deploy_rejected
 from tests.plain import plain
 

@@ -8,8 +8,9 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components import certificate, manifests
-from components.spec import MiniClusterSpec, load_spec
+from components.builders import manifests
+from components.config import certificate
+from components.config.spec import MiniClusterSpec, load_spec
 from tests import schemas
 from tests.conftest import config
 from tests.schemas import assert_conforms

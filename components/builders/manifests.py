@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import pod_template
-from components.files import BROKER_CONFIG_KEY, CURVE_CERT_KEY, broker_toml, entrypoint_env, run_config_files
-from components.names import (
+from components.builders import pod_template
+from components.builders.files import BROKER_CONFIG_KEY, CURVE_CERT_KEY, broker_toml, entrypoint_env, run_config_files
+from components.builders.names import (
     BROKER_CONTAINER,
     INDEX_LABEL,
     broker_config_name,
@@ -19,8 +19,8 @@ from components.names import (
     entrypoint_name,
     labels,
 )
-from components.paths import LOCAL_URI, STATE_DIR
-from components.spec import MiniClusterSpec
+from components.config.paths import LOCAL_URI, STATE_DIR
+from components.config.spec import MiniClusterSpec
 
 __all__ = [  # what callers use from here, wherever it is defined
     "BROKER_CONFIG_KEY", "BROKER_CONTAINER", "CURVE_CERT_KEY", "LOCAL_URI", "STATE_DIR", "all_objects",

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from components import paths, rules
+from components.config import paths, rules
 
 DEFAULT_FLUX_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-rocky:tag-9"
 FLUX_RESTFUL_API_REPOSITORY = "flux-framework/flux-restful-api"

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import yaml
 
-from components import certificate, manifests
-from components.spec import MiniClusterSpec
+from components.builders import manifests
+from components.config import certificate
+from components.config.spec import MiniClusterSpec
 
 
 class _ReadableDumper(yaml.SafeDumper):

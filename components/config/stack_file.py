@@ -12,9 +12,9 @@ from typing import Any
 
 import yaml
 
-from components.spec import ConfigError, MiniClusterSpec, load_spec
+from components.config.spec import ConfigError, MiniClusterSpec, load_spec
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ENCRYPTED_ALLOWED = {"minicluster:curveCertificate"}
 
 

@@ -15,11 +15,11 @@ from typing import Any, Protocol
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import manifests
-from components.certificate import parse
-from components.keygen import CurveCertificate, LocalCurveCertificate
-from components.names import INDEX_LABEL
-from components.spec import MiniClusterSpec
+from components.builders import manifests
+from components.builders.names import INDEX_LABEL
+from components.config.certificate import parse
+from components.config.spec import MiniClusterSpec
+from components.resources.keygen import CurveCertificate, LocalCurveCertificate
 
 # Immutable Job fields that the provider would otherwise try to patch in place (and fail).
 JOB_IMMUTABLE_FIELDS = ["spec.completionMode", "spec.successPolicy", "spec.podFailurePolicy"]
@@ -28,7 +28,7 @@ JOB_IMMUTABLE_FIELDS = ["spec.completionMode", "spec.successPolicy", "spec.podFa
 @dataclass(frozen=True)
 class MiniClusterArgs:
     spec: MiniClusterSpec
-    """The validated stack config (see components.spec.MiniClusterSpec for every setting)."""
+    """The validated stack config (see components.config.spec.MiniClusterSpec for every setting)."""
     kube_context: str | None = None
     """kubeconfig context for the keygen pod; pass the `kubernetes:context` setting so the keygen pod
     and the Kubernetes provider talk to the same cluster. None: the kubeconfig's current context."""

@@ -7,8 +7,8 @@ from typing import Any
 
 import tomli_w
 
-from components import paths, rules
-from components.spec import MiniClusterSpec
+from components.config import paths, rules
+from components.config.spec import MiniClusterSpec
 
 ENTRYPOINT_SCRIPT = "entrypoint.sh"
 BROKER_CONFIG_KEY = "broker.toml"
@@ -39,7 +39,7 @@ def broker_toml(spec: MiniClusterSpec) -> str:
 
 
 def entrypoint_script() -> str:
-    return resources.files("components").joinpath(ENTRYPOINT_SCRIPT).read_text()
+    return resources.files("components.builders").joinpath(ENTRYPOINT_SCRIPT).read_text()
 
 
 def run_config_files(spec: MiniClusterSpec) -> dict[str, str]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from components.spec import BROKER_CONTAINER, MiniClusterSpec
+from components.config.spec import BROKER_CONTAINER, MiniClusterSpec
 
 __all__ = ["BROKER_CONTAINER", "INDEX_LABEL", "broker_config_name", "curve_secret_name", "entrypoint_name", "labels"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from components import paths
-from components.files import ENTRYPOINT_SCRIPT, entrypoint_env
-from components.names import BROKER_CONTAINER, labels
-from components.settings import ContainerSettings, StateVolume, Volume
-from components.spec import MiniClusterSpec
+from components.builders.files import ENTRYPOINT_SCRIPT, entrypoint_env
+from components.builders.names import BROKER_CONTAINER, labels
+from components.config import paths
+from components.config.settings import ContainerSettings, StateVolume, Volume
+from components.config.spec import MiniClusterSpec
 
 Manifest = dict[str, Any]
 FLUX_VIEW = paths.FLUX_VIEW

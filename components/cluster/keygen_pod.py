@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from components import kube
-from components.certificate import CertificateError, CurveCertificate, extract_from_log, redact
+from components.cluster import kube
+from components.config.certificate import CertificateError, CurveCertificate, extract_from_log, redact
 
 PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 COMMAND_NOT_FOUND = 127

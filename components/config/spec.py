@@ -19,10 +19,10 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from components import paths, rules
-from components.certificate import CertificateError, parse
-from components.rules import DNS_LABEL_MAX, DNS_NAME_MAX
-from components.settings import (
+from components.config import paths, rules
+from components.config.certificate import CertificateError, parse
+from components.config.rules import DNS_LABEL_MAX, DNS_NAME_MAX
+from components.config.settings import (
     ContainerSettings,
     FluxView,
     Hooks,

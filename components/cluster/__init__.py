@@ -1,0 +1,1 @@
+"""Talking to a live cluster with the `kubernetes` client: the keygen provider and the operations tool."""

@@ -1,0 +1,1 @@
+"""Layer 1, the validated config: stack config in, a MiniClusterSpec out, every problem named by key. Pure."""
