@@ -57,6 +57,12 @@ def image(value: str) -> str:
     return value
 
 
+def flux_duration(value: str) -> str:
+    if not FLUX_DURATION.match(value):
+        raise ValueError("must be a Flux duration like 5s, 500ms, 2m or 1h")
+    return value
+
+
 def absolute_path(value: str) -> str:
     if not value.startswith("/"):
         raise ValueError("must be an absolute path")

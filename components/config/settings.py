@@ -260,9 +260,7 @@ class StateVolume(Model):
     @field_validator("checkpoint_period")
     @classmethod
     def _period(cls, value: str) -> str:
-        if not rules.FLUX_DURATION.match(value):
-            raise ValueError("must be a Flux duration like 30s, 5m or 1h")
-        return value
+        return rules.flux_duration(value)
 
     @model_validator(mode="after")
     def _one_source(self) -> StateVolume:

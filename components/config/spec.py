@@ -226,9 +226,7 @@ class MiniClusterSpec(ContainerSettings):
     @field_validator("connect_timeout")
     @classmethod
     def _duration(cls, value: str) -> str:
-        if not rules.FLUX_DURATION.match(value):
-            raise ValueError("must be a Flux duration like 5s, 500ms or 2m")
-        return value
+        return rules.flux_duration(value)
 
     @field_validator("topology")
     @classmethod
