@@ -416,7 +416,7 @@ class Cluster:
             f"MiniCluster {self.spec.name!r} was deleted while this command ran (its pod {pod_name} is gone)",
         )
 
-    def exec(self, pod: Any, command: list[str]) -> tuple[str, str, int]:
+    def exec(self, pod: Any, command: list[str]) -> tuple[str, str, int | None]:
         from kubernetes.stream import stream
 
         name = pod.metadata.name
@@ -430,7 +430,15 @@ class Cluster:
             return session
 
         session = self.call_on_pod(pod, run)
-        return session.read_stdout(), session.read_stderr(), int(session.returncode or 0)
+        return session.read_stdout(), session.read_stderr(), _exit_status(session)
+
+
+def _exit_status(session: Any) -> int | None:
+    """The command's exit status from the exec protocol's status channel; None if it never came."""
+    try:
+        return int(session.returncode or 0)
+    except (TypeError, KeyError, ValueError, IndexError):  # the connection ended before the status
+        return None
 
 
 # -- subcommands ----------------------------------------------------------------------------------
@@ -564,6 +572,9 @@ def cmd_exec(cluster: Cluster, rank: int, command: list[str]) -> int:
     stdout, stderr, code = cluster.exec(pod, ["env", f"FLUX_URI={LOCAL_URI}", *command])  # finds this broker
     sys.stdout.write(stdout)
     sys.stderr.write(stderr)
+    if code is None:
+        note("the connection ended before the command's exit status came: it may still run, or not have run")
+        return EXIT_FAILED
     if code:
         note(f"the command exited with status {code}")
         return EXIT_FAILED

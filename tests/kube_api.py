@@ -62,7 +62,8 @@ class Step:
     delete: bool = False
 
 
-ExecHandler = Callable[[Json, list[str]], tuple[str, str, int]]
+ExecHandler = Callable[[Json, list[str]], tuple[str, str, int | None]]
+"""(stdout, stderr, exit code) of a command run in a pod; None: the connection drops before the status."""
 
 
 @dataclass
@@ -458,7 +459,8 @@ class _Handler(BaseHTTPRequestHandler):
         for channel, text in ((1, stdout), (2, stderr)):
             if text:
                 self._frame(0x2, bytes([channel]) + text.encode())
-        self._frame(0x2, bytes([3]) + json.dumps(_exec_status(code)).encode())
+        if code is not None:
+            self._frame(0x2, bytes([3]) + json.dumps(_exec_status(code)).encode())
         self._frame(0x8, b"\x03\xe8")
         self.close_connection = True
 

@@ -15,7 +15,7 @@ from components.config.spec import load_spec
 from components.resources import keygen
 from tests.conftest import config
 from tests.kube_api import Cluster, StandIn, Step, finished, running
-from tests.provider_plugin import DIFF_NONE, DIFF_SOME, UNKNOWN, ProviderPlugin, grpc_error, is_secret, secret
+from tests.provider_plugin import DIFF_NONE, DIFF_SOME, UNKNOWN, ProviderPlugin, decode, grpc_error, is_secret, secret
 
 KEYGEN_TYPE = "pulumi-python:dynamic/minicluster:CurveCertificate"
 LOCAL_TYPE = "pulumi-python:dynamic/minicluster:LocalCurveCertificate"
@@ -221,3 +221,11 @@ def test_state_from_before_the_layered_layout_still_finds_its_providers() -> Non
     old = importlib.import_module("components.keygen")
     assert old.LocalKeygenProvider is keygen.LocalKeygenProvider
     assert old.KeygenPodProvider is keygen.KeygenPodProvider
+
+
+def test_check_during_a_preview_passes_unknown_inputs_back_unknown(plugin: ProviderPlugin) -> None:
+    response = plugin.check(program_inputs(plugin, kubeContext=UNKNOWN, rotation=UNKNOWN))
+    assert list(response.failures) == []
+    checked = decode(response.inputs)
+    assert (checked["kubeContext"], checked["rotation"]) == (UNKNOWN, UNKNOWN)
+    assert checked["namespace"] == "default"

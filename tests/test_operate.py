@@ -342,3 +342,13 @@ def test_status_without_leave_to_read_events_still_answers(kube_api: Cluster, ca
     captured = capsys.readouterr()
     assert "pods 4 Running" in " ".join(captured.out.split())
     assert "why pods were replaced is shown only from the pods" in captured.err
+
+
+def test_exec_whose_connection_ends_before_the_exit_status_says_so(kube_api: Cluster, capsys: Any) -> None:
+    all_running(kube_api)
+    kube_api.exec_handler = lambda pod, command: ("partial output\n", "", None)
+    assert cli.main(["exec", "--stack", "dev", "--", "flux", "resource", "list"]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "partial output\n"
+    assert "the connection ended before the command's exit status came" in captured.err
+    assert "Traceback" not in captured.err
