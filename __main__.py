@@ -2,6 +2,7 @@
 
 import pulumi
 
+from components.cluster import admission
 from components.config.spec import ConfigError, load_spec
 from components.resources.minicluster import MiniCluster, MiniClusterArgs, stack_config
 
@@ -11,10 +12,14 @@ except ConfigError as error:
     # Validated before any resource is declared: a bad config creates nothing.
     raise pulumi.RunError(str(error)) from None
 
-cluster = MiniCluster(
-    spec.name,
-    MiniClusterArgs(spec=spec, kube_context=pulumi.Config("kubernetes").get("context")),
-)
+kube_context = pulumi.Config("kubernetes").get("context")
+verdict = admission.check(spec, kube_context)  # before any resource too: a refusal creates nothing
+for warning in verdict.warnings:
+    pulumi.log.warn(warning)
+if verdict.refused:
+    raise pulumi.RunError(verdict.refused)
+
+cluster = MiniCluster(spec.name, MiniClusterArgs(spec=spec, kube_context=kube_context))
 
 pulumi.export("name", cluster.cluster_name)
 pulumi.export("namespace", cluster.namespace)

@@ -72,6 +72,9 @@ class Cluster:
 
     namespaces: set[str] = field(default_factory=lambda: {"default"})
     pods: dict[tuple[str, str], Json] = field(default_factory=dict)
+    nodes: list[Json] = field(default_factory=list)
+    quotas: list[Json] = field(default_factory=list)
+    limit_ranges: list[Json] = field(default_factory=list)
     jobs: dict[tuple[str, str], Json] = field(default_factory=dict)
     logs: dict[tuple[str, str], str] = field(default_factory=dict)
     previous_logs: dict[tuple[str, str], str] = field(default_factory=dict)
@@ -215,6 +218,10 @@ def decode_problem(body: Json) -> str | None:
 # -- the server -----------------------------------------------------------------------------------
 
 ROUTES: list[tuple[str, str, str]] = [
+    ("GET", r"^/api/v1/nodes$", "list_nodes"),
+    ("GET", r"^/api/v1/pods$", "list_all_pods"),
+    ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/resourcequotas$", "list_quotas"),
+    ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/limitranges$", "list_limit_ranges"),
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)$", "get_namespace"),
     ("POST", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods$", "create_pod"),
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods$", "list_pods"),
@@ -345,10 +352,40 @@ class _Handler(BaseHTTPRequestHandler):
     def _selected(self, pod: Json) -> bool:
         labels = pod["metadata"].get("labels") or {}
         wanted = [term.split("=", 1) for term in self.query.get("labelSelector", "").split(",") if term]
-        fields = [term.split("=", 1) for term in self.query.get("fieldSelector", "").split(",") if term]
         return all(labels.get(key) == value for key, value in wanted) and all(
-            key == "metadata.name" and pod["metadata"]["name"] == value for key, value in fields
+            self._field_matches(pod, term) for term in self.query.get("fieldSelector", "").split(",") if term
         )
+
+    @staticmethod
+    def _field_matches(pod: Json, term: str) -> bool:
+        """The field selectors the API server supports for pods that these tests use."""
+        if term.startswith("status.phase!="):
+            return bool(pod["status"].get("phase") != term.split("!=", 1)[1])
+        key, value = term.split("=", 1)
+        return key == "metadata.name" and bool(pod["metadata"]["name"] == value)
+
+    def _page(self, kind: str, items: list[Json]) -> None:
+        """A list, paginated by `limit` and `continue` as the API server does (the token is an offset here)."""
+        start = int(self.query.get("continue") or 0)
+        limit = int(self.query.get("limit") or 0) or len(items) or 1
+        metadata: Json = {"resourceVersion": str(self.cluster.version)}
+        if start + limit < len(items):
+            metadata["continue"] = str(start + limit)
+        self._json(200, {"apiVersion": "v1", "kind": kind, "metadata": metadata, "items": items[start : start + limit]})
+
+    def list_nodes(self, body: Any) -> None:
+        self._page("NodeList", self.cluster.nodes)
+
+    def list_all_pods(self, body: Any) -> None:
+        with self.cluster.lock:
+            items = [pod for pod in self.cluster.pods.values() if self._selected(pod)]
+        self._page("PodList", items)
+
+    def list_quotas(self, ns: str, body: Any) -> None:
+        self._page("ResourceQuotaList", [q for q in self.cluster.quotas if q["metadata"]["namespace"] == ns])
+
+    def list_limit_ranges(self, ns: str, body: Any) -> None:
+        self._page("LimitRangeList", [lr for lr in self.cluster.limit_ranges if lr["metadata"]["namespace"] == ns])
 
     def _watch_pods(self, ns: str) -> None:
         deadline = time.monotonic() + float(self.query.get("timeoutSeconds", "1800"))

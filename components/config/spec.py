@@ -152,6 +152,11 @@ class MiniClusterSpec(ContainerSettings):
     """Flux from an init container, for application images without Flux."""
     restful_api: RestfulApi = Field(default_factory=RestfulApi)
     """The Flux RESTful API server on rank 0 of a persistent cluster."""
+    admission: Literal["refuse", "warn", "off"] = "warn"
+    """Before anything is created, check that the pods fit the cluster as it is (nodes, their free room,
+    quotas): refuse stops `pulumi up` with what does not fit; warn says so and goes ahead (a cluster
+    autoscaler may add room); off skips the check. With Kueue (jobLabels queue name and suspend) Kueue
+    decides."""
     state_volume: StateVolume | None = None
     """A persistent cluster's state, kept by rank 0 on a volume: a replaced rank 0 (eviction, drain)
     restarts the same instance, with its queue and job history."""

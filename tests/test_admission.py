@@ -1,0 +1,208 @@
+"""The admission check (issue 12): the real client reads the local API stand-in's nodes, pods, quotas
+and limit ranges; each situation gives its exact message. Then the program on mocks: refuse creates
+nothing, warn goes ahead, off and Kueue read nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from components.cluster import admission
+from components.config.spec import load_spec
+from tests.conftest import config
+from tests.harness import deploy, deploy_rejected
+from tests.kube_api import Cluster, running
+
+Json = dict[str, Any]
+REQUESTS = {"requests": {"cpu": "2", "memory": "4Gi"}}
+
+
+def node(name: str, cpu: str = "8", labels: Json | None = None, taints: list[Json] | None = None,
+         cordoned: bool = False, ready: bool = True, pods: str = "110") -> Json:  # fmt: skip
+    spec: Json = {"unschedulable": True} if cordoned else {}
+    if taints:
+        spec["taints"] = taints
+    return {
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
+        "spec": spec,
+        "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": pods},
+                   "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+    }  # fmt: skip
+
+
+def pod_on(node_name: str, cpu: str, index: int = 0, namespace: str = "other", labels: Json | None = None) -> Json:
+    return {
+        "metadata": {"name": f"busy-{node_name}-{index}", "namespace": namespace, "labels": labels or {}},
+        "spec": {"nodeName": node_name, "containers": [{"name": "c", "image": "i", "resources": {"requests": {"cpu": cpu}}}]},
+        "status": running("c"),
+    }  # fmt: skip
+
+
+def quota(hard: Json, used: Json | None = None) -> Json:
+    return {"metadata": {"name": "compute", "namespace": "default"}, "spec": {"hard": hard},
+            "status": {"hard": hard, "used": used or {}}}  # fmt: skip
+
+
+def limit_range(**limits: Json) -> Json:
+    return {
+        "metadata": {"name": "limits", "namespace": "default"},
+        "spec": {"limits": [{"type": "Container", **limits}]},
+    }
+
+
+FOUR = [node(f"node-{i}") for i in range(1, 5)]
+
+
+@dataclass
+class Case:
+    id: str
+    nodes: list[Json]
+    expected: list[str]
+    overrides: Json = field(default_factory=dict)
+    pods: list[Json] = field(default_factory=list)
+    quotas: list[Json] = field(default_factory=list)
+    limit_ranges: list[Json] = field(default_factory=list)
+
+
+HPC = [node(f"hpc-{i}", labels={"pool": "hpc"}, cordoned=i == 0) for i in range(5)] + [
+    node(f"web-{i}", labels={"pool": "web"}) for i in range(7)
+]
+OWN = {"app.kubernetes.io/name": "minicluster", "app.kubernetes.io/instance": "dev"}
+TAINT = {"key": "dedicated", "value": "flux", "effect": "NoSchedule"}
+
+
+def zone(name: str) -> Json:
+    return {"topology.kubernetes.io/zone": name}
+
+
+NOT_IN_ZONE_A = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+    {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "NotIn", "values": ["a"]}]}]}}}  # fmt: skip
+
+CASES = [
+    Case("fits", FOUR, [], {"resources": REQUESTS}),
+    Case("one-pod-per-node-short-of-matching-nodes", HPC,
+         ["size 8 with onePodPerNode needs 8 nodes; 5 of 12 nodes match nodeSelector pool=hpc; 1 of them is cordoned; "
+          "4 of the 4 usable can take a broker"],
+         {"size": 8, "pod": {"onePodPerNode": True, "nodeSelector": {"pool": "hpc"}}}),
+    Case("requests-larger-than-any-node", FOUR,
+         ["size 4 needs room for 4 pods; the cluster has 4 nodes; the 4 usable nodes have room for 0; "
+          "each broker requests cpu 16, memory 4Gi; no room for one: cpu on 4"],
+         {"resources": {"requests": {"cpu": "16", "memory": "4Gi"}}}),
+    Case("other-pods-take-the-room", FOUR,
+         ["size 4 needs room for 4 pods; the cluster has 4 nodes; the 4 usable nodes have room for 0; "
+          "each broker requests cpu 2, memory 4Gi; no room for one: cpu on 4"],
+         {"resources": REQUESTS}, pods=[pod_on(n["metadata"]["name"], "7") for n in FOUR]),
+    Case("its-own-pods-do-not-count-again", FOUR, [], {"resources": REQUESTS},
+         pods=[pod_on(n["metadata"]["name"], "8", namespace="default", labels=OWN) for n in FOUR]),
+    Case("pod-slots-full", [node(f"node-{i}", pods="2") for i in range(1, 5)],
+         ["size 4 needs room for 4 pods; the cluster has 4 nodes; the 4 usable nodes have room for 0; "
+          "each broker requests cpu 2, memory 4Gi; no room for one: pod slots on 4"],
+         {"resources": REQUESTS}, pods=[pod_on(f"node-{i}", "0", k) for i in range(1, 5) for k in range(2)]),
+    Case("gpus-nowhere", FOUR,
+         ["size 4 needs room for 4 pods; the cluster has 4 nodes; the 4 usable nodes have room for 0; "
+          "each broker requests cpu 2, memory 4Gi, nvidia.com/gpu 1; no room for one: nvidia.com/gpu on 4"],
+         {"resources": {**REQUESTS, "limits": {"nvidia.com/gpu": 1}}}),
+    Case("taints-not-tolerated", [node(f"node-{i}", taints=[TAINT]) for i in range(1, 5)],
+         ["size 4 needs room for 4 pods; the cluster has 4 nodes; 4 of them are tainted where the pods have no "
+          "toleration; the 0 usable nodes have room for 0"]),
+    Case("taints-tolerated", [node(f"node-{i}", taints=[TAINT]) for i in range(1, 5)], [],
+         {"pod": {"tolerations": [{"key": "dedicated", "operator": "Equal", "value": "flux", "effect": "NoSchedule"}]}}),
+    Case("nodes-not-ready", [node("node-1"), *(node(f"node-{i}", ready=False) for i in range(2, 5))],
+         ["size 4 needs room for 4 pods; the cluster has 4 nodes; 3 of them are not Ready; "
+          "the 1 usable node has room for 2"],
+         {"resources": {"requests": {"cpu": "4"}}}),
+    Case("node-selector-matches-nothing", FOUR,
+         ["size 4 needs room for 4 pods; 0 of 4 nodes match nodeSelector pool=gpu; the 0 usable nodes have room for 0"],
+         {"pod": {"nodeSelector": {"pool": "gpu"}}}),
+    Case("required-node-affinity", [node("a-1", labels=zone("a")), node("a-2", labels=zone("a")),
+                                    node("a-3", labels=zone("a")), node("b-1", labels=zone("b"))],
+         ["size 4 needs room for 4 pods; 1 of 4 nodes match the required node affinity; "
+          "the 1 usable node has room for 2"],
+         {"pod": {"affinity": NOT_IN_ZONE_A}, "resources": {"requests": {"cpu": "4"}}}),
+    Case("quota-on-pods", FOUR, ["ResourceQuota compute allows 3 of pods in namespace default; other pods use 1, "
+                                 "and 4 brokers need 4"], quotas=[quota({"pods": "3"}, {"pods": "1"})]),
+    Case("quota-on-cpu-needs-requests", FOUR,
+         ["ResourceQuota compute limits requests.cpu, so the API server refuses pods that do not set it: "
+          "set minicluster:resources.requests.cpu (and for every sidecar)"],
+         quotas=[quota({"requests.cpu": "10"})]),
+    Case("limit-range-defaults-count-against-the-quota", FOUR,
+         ["ResourceQuota compute allows 3 of requests.cpu in namespace default; other pods use 0, and 4 brokers need 4"],
+         quotas=[quota({"requests.cpu": "3"})], limit_ranges=[limit_range(defaultRequest={"cpu": "1"})]),
+    Case("limit-range-max", FOUR,
+         ["LimitRange limits allows at most cpu 1 per container, and container flux-broker asks for 2"],
+         {"resources": REQUESTS}, limit_ranges=[limit_range(max={"cpu": "1"})]),
+]  # fmt: skip
+
+
+def arrange(api: Cluster, case: Case) -> None:
+    api.nodes = case.nodes
+    for pod in case.pods:
+        api.add_pod(pod)
+    api.quotas, api.limit_ranges = case.quotas, case.limit_ranges
+
+
+def verdict(**overrides: Any) -> admission.Verdict:
+    raw = config(**{"admission": "refuse", **overrides})
+    spec = load_spec({f"minicluster:{k}": v for k, v in raw.items()}, "dev")
+    return admission.check(spec, None)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
+def test_situations(kube_api: Cluster, case: Case) -> None:
+    arrange(kube_api, case)
+    found = verdict(**case.overrides)
+    said = (found.refused or "").splitlines()[1:-1]
+    assert [line.removeprefix("  - ") for line in said] == case.expected
+
+
+def test_a_misfit_is_a_warning_by_default(kube_api: Cluster) -> None:
+    arrange(kube_api, CASES[2])
+    spec = load_spec({f"minicluster:{k}": v for k, v in config(**CASES[2].overrides).items()}, "dev")
+    found = admission.check(spec, None)
+    assert found.refused is None
+    (warning,) = found.warnings
+    assert warning.startswith("MiniCluster 'dev' does not fit the cluster as it is:\n  - size 4 needs room for 4 pods")
+    assert warning.endswith("Going ahead (minicluster:admission is warn): a cluster autoscaler may add room.")
+
+
+def test_nodes_and_pods_are_read_in_pages(kube_api: Cluster) -> None:
+    kube_api.nodes = [node(f"node-{i}") for i in range(1200)]
+    assert verdict() == admission.Verdict()
+    reads = [path for method, path, _ in kube_api.requests if path == "/api/v1/nodes"]
+    assert len(reads) == 3  # 500 + 500 + 200
+
+
+def test_a_check_that_may_not_read_the_cluster_says_so_and_goes_ahead(kube_api: Cluster) -> None:
+    kube_api.fail("GET", "/api/v1/nodes$", 403, 'nodes is forbidden: User "dev" cannot list resource "nodes"')
+    found = verdict()
+    assert found.refused is None
+    assert found.warnings == [
+        'admission check skipped: could not read the cluster (403: nodes is forbidden: User "dev" cannot list '
+        'resource "nodes"); it needs list on nodes, pods, resourcequotas and limitranges'
+    ]
+
+
+def test_off_and_kueue_read_nothing(kube_api: Cluster) -> None:
+    assert verdict(admission="off") == admission.Verdict()
+    kueue = verdict(jobLabels={"kueue.x-k8s.io/queue-name": "hpc"}, suspend=True)
+    assert kueue.warnings == ["admission: left to Kueue (queue 'hpc'), which admits the Job when there is room"]
+    assert kube_api.requests == []
+
+
+# -- in the program: before any resource ----------------------------------------------------------
+
+
+def test_refuse_stops_pulumi_up_before_anything_is_created(kube_api: Cluster) -> None:
+    arrange(kube_api, CASES[2])
+    message, deployment = deploy_rejected(config(admission="refuse", **CASES[2].overrides))
+    assert "MiniCluster 'dev' does not fit the cluster as it is:" in message
+    assert "each broker requests cpu 16, memory 4Gi; no room for one: cpu on 4" in message
+    assert "Nothing was created (minicluster:admission is refuse)." in message
+    assert deployment.resources == []
+
+
+def test_warn_goes_ahead(kube_api: Cluster) -> None:
+    arrange(kube_api, CASES[2])
+    assert "kubernetes:batch/v1:Job" in deploy(config(**CASES[2].overrides)).kinds
