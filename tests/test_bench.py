@@ -44,3 +44,14 @@ def test_the_stop_benchmark_prints_each_pods_time_from_sigterm_to_exit() -> None
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         assert cells[:2] == [label, "2"]
         assert all(0 < int(ms) < 2000 for ms in cells[2:])  # "within about a second"
+
+
+def test_the_admission_benchmark_stays_fast_on_a_large_cluster() -> None:
+    """CI's reduced run: 500 nodes and 10 000 pods. Linear work; 5 000 and 100 000 are in the README."""
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench_admission
+
+    decode_s, check_s, problems = bench_admission.measure(500, 10_000)
+    assert problems == []  # the fixtures' hpc half has room for 1000 brokers of 4 cpu
+    assert check_s < 2.0
+    assert decode_s < 2.0

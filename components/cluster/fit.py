@@ -11,6 +11,7 @@ autoscaler would add.
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -60,28 +61,33 @@ def problems(shape: Shape, cluster: Snapshot) -> list[str]:
 
 
 def pod_resources(pod_spec: Json, limit_ranges: Iterable[Json] = ()) -> tuple[dict[str, Decimal], dict[str, Decimal]]:
-    """The pod's effective requests and limits, as the scheduler and quotas count them: its containers
-    and native sidecars together, or an init container with the sidecars, whichever is more; containers
-    without a request or limit get the LimitRange's defaults, as the LimitRanger admission plugin does."""
+    """The pod's effective requests and limits, as the scheduler and quotas count them."""
     defaults = _container_defaults(limit_ranges)
+    return pod_amounts(pod_spec, "requests", defaults), pod_amounts(pod_spec, "limits", defaults)
 
-    def of(container: Json, kind: str) -> dict[str, Decimal]:
-        given = dict(container.get("resources", {}).get(kind) or {})
-        fallback = defaults[kind] if kind == "requests" else defaults["limits"]
-        if kind == "requests":  # a limit alone stands for the request too
-            given = {**(container.get("resources", {}).get("limits") or {}), **given}
+
+def pod_amounts(
+    pod_spec: Json, kind: str, defaults: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Decimal]:
+    """Requests or limits of a pod: its containers and native sidecars together, or an init container
+    with the sidecars, whichever is more. Containers without a request or limit get the LimitRange's
+    defaults, as the LimitRanger admission plugin does, and a limit alone stands for the request."""
+    fallback = (defaults or {}).get(kind) or {}
+
+    def of(container: Json) -> dict[str, Decimal]:
+        resources = container.get("resources") or {}
+        given = dict(resources.get(kind) or {})
+        if kind == "requests" and resources.get("limits"):
+            given = {**resources["limits"], **given}
         return {name: _quantity(value) for name, value in {**fallback, **given}.items()}
 
-    result = []
-    for kind in ("requests", "limits"):
-        main = [of(c, kind) for c in pod_spec.get("containers", [])]
-        inits = pod_spec.get("initContainers", [])
-        sidecars = [of(c, kind) for c in inits if c.get("restartPolicy") == "Always"]
-        one_shots = [of(c, kind) for c in inits if c.get("restartPolicy") != "Always"]
-        running = _sum([*main, *sidecars])
-        starting = [_sum([one, *sidecars]) for one in one_shots]
-        result.append(_max([running, *starting]))
-    return result[0], result[1]
+    main = [of(c) for c in pod_spec.get("containers") or []]
+    inits = pod_spec.get("initContainers") or []
+    if not inits:
+        return _sum(main)
+    sidecars = [of(c) for c in inits if c.get("restartPolicy") == "Always"]
+    starting = [_sum([of(c), *sidecars]) for c in inits if c.get("restartPolicy") != "Always"]
+    return _max([_sum([*main, *sidecars]), *starting])
 
 
 def _container_defaults(limit_ranges: Iterable[Json]) -> dict[str, dict[str, Any]]:
@@ -100,7 +106,13 @@ def _container_limits(limit_ranges: Iterable[Json]) -> list[Json]:
 
 
 def _quantity(value: Any) -> Decimal:
-    return Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
+    return _parsed(value) if isinstance(value, str) else Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed(text: str) -> Decimal:
+    """Quantities repeat across a cluster's pods ("500m", "1Gi"): parse each once."""
+    return Decimal(parse_quantity(text))  # type: ignore[no-untyped-call]
 
 
 def _sum(amounts: Iterable[Mapping[str, Decimal]]) -> dict[str, Decimal]:
@@ -229,8 +241,9 @@ def _node_use(shape: Shape, pods: list[Json]) -> tuple[dict[str, dict[str, Decim
         node = pod.get("spec", {}).get("nodeName")
         if not node or _own(shape, pod):
             continue
-        requests, _ = pod_resources(pod["spec"])
-        used[node] = _sum([used.get(node, {}), requests])
+        taken = used.setdefault(node, {})
+        for name, value in pod_amounts(pod["spec"], "requests").items():
+            taken[name] = taken.get(name, Decimal(0)) + value
         counts[node] += 1
     return used, counts
 
