@@ -21,7 +21,7 @@ from components.config import certificate
 from components.config.certificate import BEGIN_MARKER, END_MARKER
 from components.config.spec import load_spec
 from tests.conftest import IMAGE, config
-from tests.kube_api import Cluster, Step, finished, refused_url, running, waiting, write_kubeconfig
+from tests.kube_api import Cluster, Step, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
 
 CERT = certificate.generate("dev-0")
 GOOD_LOG = f"Saving /tmp/x/curve.cert\n{BEGIN_MARKER}\n{CERT.text()}{END_MARKER}\n"
@@ -35,9 +35,14 @@ def kubelet(*steps: Step) -> Any:
     return lambda _pod: [Step(0.02, node="node-1"), *steps]
 
 
-def run(pod: dict[str, Any] = POD, timeout: float = 10, request_timeout: tuple[float, float] = QUICK) -> Any:
+def run(
+    pod: dict[str, Any] = POD,
+    timeout: float = 10,
+    request_timeout: tuple[float, float] = QUICK,
+    schedule_timeout: float | None = None,
+) -> Any:
     core = client.CoreV1Api(kube.api_client(None))
-    return run_keygen_pod(core, pod, timeout, request_timeout=request_timeout)
+    return run_keygen_pod(core, pod, timeout, schedule_timeout=schedule_timeout, request_timeout=request_timeout)
 
 
 def failure(**kwargs: Any) -> str:
@@ -211,3 +216,24 @@ def test_an_api_server_that_answers_too_slowly(kube_api: Cluster) -> None:
     assert "cannot reach the Kubernetes cluster while creating the keygen pod" in message
     assert "did not answer in time" in message
     assert time.monotonic() - started < 1.4
+
+
+def test_a_pod_the_scheduler_cannot_place_fails_at_the_schedule_timeout(kube_api: Cluster) -> None:
+    kube_api.kubelet = lambda _pod: [Step(0.02, status=unschedulable("0/3 nodes are available: 3 Insufficient cpu."))]
+    started = time.monotonic()
+    message = failure(timeout=10, schedule_timeout=0.5)
+    assert time.monotonic() - started < 3  # not the 10 s keygenTimeout
+    assert message == (
+        "the keygen pod could not be scheduled for 0.5s (minicluster:scheduleTimeout): "
+        "Unschedulable: 0/3 nodes are available: 3 Insufficient cpu."
+    )
+    assert len(deleted(kube_api)) == 1
+
+
+def test_a_pod_that_is_placed_in_time_is_not_stopped(kube_api: Cluster) -> None:
+    kube_api.kubelet = lambda _pod: [
+        Step(0.02, status=unschedulable("0/3 nodes are available: 3 Insufficient cpu.")),
+        Step(0.2, node="node-1", status=running()),  # an autoscaler added a node
+        Step(0.6, status=finished(0), log=GOOD_LOG),
+    ]
+    assert run(timeout=10, schedule_timeout=0.5) == CERT

@@ -31,6 +31,7 @@ def run_keygen_pod(
     pod: dict[str, Any],
     timeout: float,
     *,
+    schedule_timeout: float | None = None,
     request_timeout: tuple[float, float] = kube.REQUEST_TIMEOUT,
     clock: Callable[[], float] = time.monotonic,
 ) -> CurveCertificate:
@@ -39,7 +40,7 @@ def run_keygen_pod(
     run = _Run(core, namespace, request_timeout)
     name = run.create(pod)
     try:
-        status = run.wait(name, image, timeout, clock)
+        status = run.wait(name, image, timeout, schedule_timeout or timeout, clock)
         if status.phase == "Failed":
             raise KeygenError(_failure(run, name, status, image))
         return _certificate_from_log(run, name)
@@ -64,20 +65,36 @@ class _Run:
             raise KeygenError(_api_problem(error, self.namespace, "creating the keygen pod")) from None
         return str(created.metadata.name)
 
-    def wait(self, name: str, image: str, timeout: float, clock: Callable[[], float]) -> Any:
-        """The pod's status once it is done; KeygenError if its image cannot be pulled or time runs out."""
+    def wait(self, name: str, image: str, timeout: float, schedule_timeout: float, clock: Callable[[], float]) -> Any:
+        """The pod's status once it is done; KeygenError if its image cannot be pulled, it stays
+        unschedulable for schedule_timeout, or time runs out."""
         deadline = clock() + timeout
+        unschedulable_since: float | None = None
         while (remaining := deadline - clock()) > 0:
             seen = False
+            if unschedulable_since is not None:  # wake up when it has waited too long to be scheduled
+                remaining = min(remaining, max(unschedulable_since + schedule_timeout - clock(), 0.1))
+            watch_ends = clock() + remaining
             for status in self._statuses(name, remaining):
                 seen = True
                 if status.phase in DONE:
                     return status
                 _check_waiting(status, image)
+                unschedulable_since = (unschedulable_since or clock()) if unschedulable(status) else None
                 if clock() >= deadline:
                     break
+                if unschedulable_since is not None and unschedulable_since + schedule_timeout < watch_ends:
+                    break  # watch again, until the schedule timeout only
             if not seen and not self.exists(name):  # a watch starts with the pod as it is
                 raise KeygenError(self._deleted(name))
+            if unschedulable_since is not None and clock() - unschedulable_since >= schedule_timeout:
+                why = unschedulable(self.read(name).status)
+                if why:
+                    raise KeygenError(
+                        f"the keygen pod could not be scheduled for {schedule_timeout:g}s "
+                        f"(minicluster:scheduleTimeout): {why}"
+                    )
+                unschedulable_since = None
         raise KeygenError(_timeout(self, name, timeout))
 
     def _statuses(self, name: str, remaining: float) -> Iterator[Any]:
@@ -165,6 +182,14 @@ def _api_problem(error: Exception, namespace: str, doing: str) -> str:
             "This is a bug in the MiniCluster program: please report it with this message"
         )
     return f"the Kubernetes API refused {doing} ({found.status}: {found.detail})"
+
+
+def unschedulable(status: Any) -> str:
+    """The scheduler's reason when it could not place the pod ("Unschedulable: 0/3 nodes ..."), else ""."""
+    for condition in status.conditions or []:
+        if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
+            return f"{condition.reason}: {condition.message}" if condition.message else str(condition.reason)
+    return ""
 
 
 def _certificate_from_log(run: _Run, name: str) -> CurveCertificate:

@@ -53,6 +53,8 @@ class CertificateInputs(BaseModel):
     rotation: int = Field(default=0, ge=0)
     timeout: int | None = Field(default=None, ge=1)
     """Seconds the keygen pod may take (keygen pod only)."""
+    schedule_timeout: int | None = Field(default=None, ge=1, alias="scheduleTimeout")
+    """Seconds it may stay unschedulable (keygen pod only)."""
     kube_context: str | None = Field(default=None, alias="kubeContext")
     pod: str | None = None
     """The keygen pod's manifest as JSON text (keygen pod only)."""
@@ -71,12 +73,12 @@ class CertificateInputs(BaseModel):
     def resource_id(self) -> str:
         return f"{self.namespace}/{self.cluster_name}/{self.rotation}"
 
-    def keygen_pod(self) -> tuple[dict[str, Any], float]:
-        """The pod's manifest and how long it may take."""
+    def keygen_pod(self) -> tuple[dict[str, Any], float, float]:
+        """The pod's manifest, how long it may take, and how long it may stay unschedulable."""
         if self.pod is None or self.timeout is None:
             raise ValueError("the keygen pod's manifest and timeout are missing from the inputs")
         manifest: dict[str, Any] = json.loads(self.pod)
-        return manifest, float(self.timeout)
+        return manifest, float(self.timeout), float(self.schedule_timeout or self.timeout)
 
 
 INPUT_KEYS = tuple(field.alias or name for name, field in CertificateInputs.model_fields.items())
@@ -128,7 +130,8 @@ class KeygenPodProvider(_StableCertificateProvider):
             core = client.CoreV1Api(kube.api_client(inputs.kube_context))
         except kube.NoCluster as error:
             raise KeygenError(f"{error}; set kubernetes:context to one of your contexts") from None
-        return run_keygen_pod(core, *inputs.keygen_pod())
+        manifest, timeout, schedule_timeout = inputs.keygen_pod()
+        return run_keygen_pod(core, manifest, timeout, schedule_timeout=schedule_timeout)
 
 
 class LocalKeygenProvider(_StableCertificateProvider):
@@ -170,8 +173,9 @@ def certificate_inputs(spec: MiniClusterSpec, kube_context: str | None = None, *
     if pod:
         keygen_pod = manifests.keygen_pod(spec, certificate.BEGIN_MARKER, certificate.END_MARKER)
         inputs = inputs.model_copy(
-            update={"pod": json.dumps(keygen_pod), "timeout": spec.keygen_timeout, "kube_context": kube_context}
-        )
+            update={"pod": json.dumps(keygen_pod), "timeout": spec.keygen_timeout, "kube_context": kube_context,
+                    "schedule_timeout": spec.schedule_timeout}
+        )  # fmt: skip
     return inputs.to_wire()
 
 
