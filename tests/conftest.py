@@ -25,12 +25,14 @@ def base_config() -> dict[str, Any]:
     return config()
 
 
-@pytest.fixture(autouse=True)
-def no_real_cluster(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test reaches the cluster of the machine it runs on: the program's admission check reads the
-    kubeconfig's cluster. Tests that want an API server use kube_api (a local stand-in)."""
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path_factory.getbasetemp() / "no-kubeconfig"))
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+@pytest.fixture(scope="session", autouse=True)
+def no_real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """No test reaches the cluster of the machine it runs on (the program's admission check reads the
+    kubeconfig's cluster), from the first fixture on. Tests that want an API server use kube_api."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KUBECONFIG", str(tmp_path_factory.getbasetemp() / "no-kubeconfig"))
+        patch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        yield
 
 
 @pytest.fixture

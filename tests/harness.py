@@ -100,6 +100,7 @@ class RecordingMonitor(mocks.MockMonitor):
             "ignoreChanges": list(request.ignoreChanges),
             "replaceOnChanges": list(request.replaceOnChanges),
             "deleteBeforeReplace": request.deleteBeforeReplace,
+            "dependencies": list(request.dependencies),
         }
         return response
 

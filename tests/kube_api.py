@@ -231,6 +231,7 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/exec$", "pod_exec"),
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$", "list_events"),
     ("GET", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "get_job"),
+    ("PATCH", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "patch_job"),
 ]
 
 
@@ -250,6 +251,9 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_DELETE(self) -> None:
         self._dispatch("DELETE")
+
+    def do_PATCH(self) -> None:
+        self._dispatch("PATCH")
 
     def _dispatch(self, method: str) -> None:
         url = urlparse(self.path)
@@ -479,6 +483,17 @@ class _Handler(BaseHTTPRequestHandler):
         if (job := self._found(self.cluster.jobs, ns, name, "jobs.batch")) is not None:
             self._json(200, job)
 
+    def patch_job(self, ns: str, name: str, body: Json) -> None:
+        """A merge patch; a number with a fraction part is refused for the Job's integer fields."""
+        job = self._found(self.cluster.jobs, ns, name, "jobs.batch")
+        if job is None:
+            return
+        if _has_float(body):
+            self._status(400, f"json: cannot unmarshal number into Go struct field of type int64 ({body})")
+            return
+        _merge(job, body)
+        self._json(200, job)
+
     def pod_exec(self, ns: str, name: str, body: Any) -> None:
         pod = self._streamable(ns, name)
         if pod is None:
@@ -506,6 +521,22 @@ class _Handler(BaseHTTPRequestHandler):
         header = bytes([0x80 | opcode]) + (bytes([size]) if size < 126 else bytes([126]) + size.to_bytes(2, "big"))
         self.wfile.write(header + payload)
         self.wfile.flush()
+
+
+def _has_float(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_float(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_float(item) for item in value)
+    return isinstance(value, float)
+
+
+def _merge(target: Json, patch: Json) -> None:
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = value
 
 
 def _exec_status(code: int) -> Json:

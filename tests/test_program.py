@@ -13,6 +13,7 @@ from tests.harness import AUTONAME_SUFFIX, KEYGEN_CERTIFICATE, Deployment, deplo
 from tests.plain import is_secret, plain
 
 JOB = "kubernetes:batch/v1:Job"
+GUARD = "pulumi-python:dynamic/minicluster:SchedulingGuard"
 SERVICE = "kubernetes:core/v1:Service"
 SECRET = "kubernetes:core/v1:Secret"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -44,11 +45,11 @@ def config_map(deployment: Deployment, name: str) -> dict[str, str]:
     return plain(found[0].inputs["data"])  # type: ignore[no-any-return]
 
 
-def test_declares_one_component_with_keygen_secret_two_config_maps_service_and_job(
+def test_declares_one_component_with_keygen_secret_two_config_maps_service_job_and_guard(
     sized: tuple[int, Deployment],
 ) -> None:
     _, deployment = sized
-    assert deployment.kinds == sorted([COMPONENT, KEYGEN, SECRET, CONFIG_MAP, CONFIG_MAP, SERVICE, JOB])
+    assert deployment.kinds == sorted([COMPONENT, KEYGEN, SECRET, CONFIG_MAP, CONFIG_MAP, SERVICE, JOB, GUARD])
 
 
 def test_every_child_is_parented_to_the_component_and_prefixed_with_its_name(sized: tuple[int, Deployment]) -> None:

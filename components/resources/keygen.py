@@ -31,13 +31,13 @@ from pulumi.dynamic import (
     ResourceProvider,
     UpdateResult,
 )
-from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from components.builders import manifests
 from components.config import certificate
 from components.config.spec import MiniClusterSpec
+from components.resources.wire import differs, known, plain
 
 OUTPUTS = ("certificate", "publicKey")
 
@@ -64,7 +64,7 @@ class CertificateInputs(BaseModel):
 
     @classmethod
     def from_wire(cls, props: dict[str, Any]) -> CertificateInputs:
-        return cls.model_validate(_plain(props))
+        return cls.model_validate(plain(props))
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_none=True)
@@ -89,12 +89,12 @@ class _StableCertificateProvider(ResourceProvider):
         raise NotImplementedError
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        known = {key: value for key, value in news.items() if not isinstance(value, Unknown)}
+        given = known(news)
         try:
-            CertificateInputs.model_validate(_plain(known))
+            CertificateInputs.model_validate(plain(given))
         except ValidationError as error:
             failures = [
-                CheckFailure(str(item["loc"][0]), item["msg"]) for item in error.errors() if item["loc"][0] in known
+                CheckFailure(str(item["loc"][0]), item["msg"]) for item in error.errors() if item["loc"][0] in given
             ]
             return CheckResult(news, failures)
         return CheckResult(news, [])
@@ -105,7 +105,7 @@ class _StableCertificateProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         # `__provider` is deliberately not compared: editing provider code must not rotate the key.
-        changed = [key for key in INPUT_KEYS if _differs(olds.get(key), news.get(key))]
+        changed = [key for key in INPUT_KEYS if differs(olds.get(key), news.get(key))]
         replaces = [key for key in changed if key in CertificateInputs.REPLACE_ON]
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=bool(replaces))
 
@@ -141,28 +141,13 @@ class LocalKeygenProvider(_StableCertificateProvider):
         return certificate.generate(inputs.cert_name)
 
 
-def _plain(value: Any) -> Any:
-    """Secrets unwrapped, at any depth (the engine may wrap what the provider sees)."""
-    value = rpc.unwrap_rpc_secret(value)
-    if isinstance(value, dict):
-        return {key: _plain(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_plain(item) for item in value]
-    return value
-
-
-def _differs(old: Any, new: Any) -> bool:
-    """Unknown (during preview) counts as a change; 300 and 300.0 are the same number."""
-    return isinstance(new, Unknown) or _plain(old) != _plain(new)
-
-
 def _outputs(made: certificate.CurveCertificate) -> dict[str, Any]:
     """The certificate leaves the provider marked secret, whatever the engine does with the resource options."""
     return {"certificate": rpc.wrap_rpc_secret(made.text()), "publicKey": made.public_key}
 
 
 def _kept_outputs(props: dict[str, Any]) -> dict[str, Any]:
-    return _outputs(certificate.parse(_plain(props["certificate"])))
+    return _outputs(certificate.parse(plain(props["certificate"])))
 
 
 def certificate_inputs(spec: MiniClusterSpec, kube_context: str | None = None, *, pod: bool) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 Graph: certificate -> Secret ─┐
        broker ConfigMap ──────┼─> Indexed Job (names passed as Outputs: order and roll-outs follow)
-       entrypoint ConfigMap ──┤
-       headless Service ──────┘
+       entrypoint ConfigMap ──┤   and, beside it, the scheduling guard (stops the Job if its pods
+       headless Service ──────┘   cannot be scheduled within scheduleTimeout)
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.builders import manifests
-from components.builders.names import INDEX_LABEL
+from components.builders.names import INDEX_LABEL, labels
 from components.config.certificate import parse
 from components.config.spec import MiniClusterSpec
 from components.resources.keygen import CurveCertificate, LocalCurveCertificate
+from components.resources.scheduling import SchedulingGuard, revision
 
 # Immutable Job fields that the provider would otherwise try to patch in place (and fail).
 JOB_IMMUTABLE_FIELDS = ["spec.completionMode", "spec.successPolicy", "spec.podFailurePolicy"]
@@ -65,6 +66,8 @@ class MiniCluster(pulumi.ComponentResource):
             k8s.batch.v1.Job, f"{name}-job", job_manifest,
             replace_on_changes=JOB_IMMUTABLE_FIELDS, ignore_changes=ignore,
         )  # fmt: skip
+        if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
+            self._scheduling_guard(name, spec, job_manifest, args.kube_context)
 
         self.cluster_name = pulumi.Output.from_input(spec.name)
         self.namespace = job.metadata.namespace
@@ -90,6 +93,22 @@ class MiniCluster(pulumi.ComponentResource):
                 "apiServiceName": self.api_service_name,
             }
         )
+
+    def _scheduling_guard(
+        self, name: str, spec: MiniClusterSpec, job_manifest: manifests.Manifest, kube_context: str | None
+    ) -> SchedulingGuard:
+        """Beside the Job, not after it: it must act while the provider still awaits the Job. It waits
+        for what the Job waits for (the Secret, ConfigMaps and Service), through the Job's revision."""
+        job_urn = (
+            f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::"
+            f"minicluster:index:MiniCluster$kubernetes:batch/v1:Job::{name}-job"
+        )
+        inputs = {
+            "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"), "size": spec.size,
+            "scheduleTimeout": spec.schedule_timeout, "jobUrn": job_urn, "revision": revision(job_manifest),
+            "kubeContext": kube_context,
+        }  # fmt: skip
+        return SchedulingGuard(f"{name}-scheduling", inputs, pulumi.ResourceOptions(parent=self))
 
     def _curve_certificate(self, name: str, args: MiniClusterArgs) -> _Certificate:
         spec, opts = args.spec, pulumi.ResourceOptions(parent=self)

@@ -1,0 +1,89 @@
+"""Failing fast when the Job's pods cannot be scheduled.
+
+pulumi-kubernetes awaits the Job itself: it shows the Job's progress and warning events while it
+waits, but it stops early only for a Job that Failed with BackoffLimitExceeded or DeadlineExceeded,
+and otherwise waits out jobTimeout. So the Job keeps that await, and this guard runs beside it: it
+follows the Job's pods, and if some cannot be scheduled (or not even created, e.g. over quota) for
+scheduleTimeout, it sets the Job's activeDeadlineSeconds (a mutable field) so that the Job fails with
+DeadlineExceeded and the provider's await ends at once. The guard then fails with the scheduler's
+last message. It is done as soon as every pod has a node, or the Job has finished.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from components.cluster import kube
+from components.cluster.keygen_pod import unschedulable
+
+STOP_NOW = {"spec": {"activeDeadlineSeconds": 1}}
+"""Already past for any Job that has started: the Job controller fails it with DeadlineExceeded."""
+
+
+class Unschedulable(RuntimeError):
+    """The Job's pods could not be scheduled; the Job has been stopped."""
+
+
+def guard(
+    api_client: Any,
+    namespace: str,
+    job: str,
+    selector: dict[str, str],
+    size: int,
+    schedule_timeout: float,
+    job_urn: str,
+    *,
+    poll: float = 1.0,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+) -> str:
+    """What became of the pods: every one scheduled, or the Job finished. Raises Unschedulable."""
+    from kubernetes import client
+
+    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+    timeout = kube.REQUEST_TIMEOUT
+    labels = ",".join(f"{key}={value}" for key, value in selector.items())
+    appears_by = clock() + max(schedule_timeout, 60.0)  # the Job is created alongside this guard
+    waiting_since: float | None = None
+    while True:
+        try:
+            found = batch.read_namespaced_job(job, namespace, _request_timeout=timeout)
+        except Exception as error:
+            if kube.problem(error).kind != "not-found" or clock() >= appears_by:
+                raise
+            sleep(poll)
+            continue
+        if _finished(found):
+            return f"the Job {namespace}/{job} finished"
+        pods = core.list_namespaced_pod(namespace, label_selector=labels, _request_timeout=timeout).items
+        if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
+            return f"all {size} pods of the Job {namespace}/{job} were scheduled"
+        reason = next((why for pod in pods if (why := unschedulable(pod.status))), "")
+        if not reason and len(pods) < size:
+            reason = _not_created(core, namespace, job)
+        waiting_since = (waiting_since or clock()) if reason else None
+        if waiting_since is not None and clock() - waiting_since >= schedule_timeout:
+            batch.patch_namespaced_job(job, namespace, STOP_NOW, _request_timeout=timeout)
+            raise Unschedulable(
+                f"the Job's pods could not be scheduled for {schedule_timeout:g}s (minicluster:scheduleTimeout): "
+                f"{reason}. The Job was stopped (activeDeadlineSeconds) so that `pulumi up` ends now rather "
+                f"than after jobTimeout. A fix in the stack config replaces the Job; after any other fix "
+                f"(room added to the cluster), run: pulumi up --target-replace '{job_urn}'"
+            )
+        sleep(poll)
+
+
+def _finished(job: Any) -> bool:
+    conditions = job.status.conditions if job.status else None
+    return any(c.type in ("Complete", "Failed") and c.status == "True" for c in conditions or [])
+
+
+def _not_created(core: Any, namespace: str, job: str) -> str:
+    """Why the Job controller could not create pods (e.g. a quota), from the Job's latest event."""
+    events = core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={job}", _request_timeout=kube.REQUEST_TIMEOUT
+    ).items
+    failed = [event for event in events or [] if event.reason == "FailedCreate"]
+    return f"FailedCreate: {failed[-1].message}" if failed else ""

@@ -1,0 +1,114 @@
+"""The scheduling guard as a dynamic resource: it runs beside the Job (not after it), so that a Job
+whose pods cannot be scheduled fails within scheduleTimeout (see components.cluster.scheduling).
+
+It runs again whenever the Job is new: its `revision` is a digest of the Job as declared, so a Job
+that is replaced gets a new guard, and any other `pulumi up` leaves it alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, ClassVar
+
+import pulumi
+from pulumi.dynamic import (
+    CheckFailure,
+    CheckResult,
+    CreateResult,
+    DiffResult,
+    ReadResult,
+    Resource,
+    ResourceProvider,
+    UpdateResult,
+)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from components.resources.wire import differs, known, plain
+
+
+class GuardInputs(BaseModel):
+    """The guard's inputs, typed again on arrival from the engine (numbers come as doubles)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    namespace: str
+    job: str
+    selector: dict[str, str]
+    size: int = Field(ge=1)
+    schedule_timeout: int = Field(alias="scheduleTimeout", ge=1)
+    job_urn: str = Field(alias="jobUrn")
+    revision: str
+    kube_context: str | None = Field(default=None, alias="kubeContext")
+
+    REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job", "revision"})
+
+    @classmethod
+    def from_wire(cls, props: dict[str, Any]) -> GuardInputs:
+        return cls.model_validate(plain(props))
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
+INPUT_KEYS = tuple(field.alias or name for name, field in GuardInputs.model_fields.items())
+
+
+class SchedulingGuardProvider(ResourceProvider):
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        given = known(news)
+        try:
+            GuardInputs.model_validate(plain(given))
+        except ValidationError as error:
+            failures = [CheckFailure(str(e["loc"][0]), e["msg"]) for e in error.errors() if e["loc"][0] in given]
+            return CheckResult(news, failures)
+        return CheckResult(news, [])
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from components.cluster import kube, scheduling
+
+        inputs = GuardInputs.from_wire(props)
+        try:
+            outcome = scheduling.guard(
+                kube.api_client(inputs.kube_context), inputs.namespace, inputs.job, inputs.selector, inputs.size,
+                float(inputs.schedule_timeout), inputs.job_urn,
+            )  # fmt: skip
+        except scheduling.Unschedulable:
+            raise
+        except kube.NoCluster as error:
+            raise RuntimeError(f"the scheduling guard cannot reach the cluster: {error}") from None
+        except Exception as error:
+            found = kube.problem(error)
+            raise RuntimeError(
+                f"the scheduling guard could not follow the Job's pods ({found.status or found.kind}: {found.detail})"
+            ) from None
+        resource_id = f"{inputs.namespace}/{inputs.job}/{inputs.revision[:12]}"
+        return CreateResult(resource_id, {**inputs.to_wire(), "outcome": outcome})
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        changed = [key for key in INPUT_KEYS if differs(olds.get(key), news.get(key))]
+        replaces = [key for key in changed if key in GuardInputs.REPLACE_ON]
+        return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        """The same Job: nothing to watch again."""
+        return UpdateResult({**GuardInputs.from_wire(news).to_wire(), "outcome": olds.get("outcome")})
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_, props)
+
+
+def revision(job_manifest: Any) -> pulumi.Output[str]:
+    """A digest of the Job as declared (names of its ConfigMaps and Secret included, once known)."""
+    return pulumi.Output.from_input(job_manifest).apply(
+        lambda manifest: hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
+    )
+
+
+class SchedulingGuard(Resource, module="minicluster", name="SchedulingGuard"):
+    """Stops the Job when its pods cannot be scheduled within scheduleTimeout."""
+
+    outcome: pulumi.Output[str]
+
+    def __init__(self, name: str, inputs: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(SchedulingGuardProvider(), name, {**inputs, "outcome": None}, opts)

@@ -1,0 +1,157 @@
+"""The scheduling guard (issue 12): driven over gRPC as the engine drives it, with the real client in
+the plugin process against the API stand-in; and on mocks, how the program wires it beside the Job."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from components.builders.names import labels
+from components.config.spec import load_spec
+from components.resources import scheduling
+from tests.conftest import config
+from tests.harness import deploy
+from tests.kube_api import Cluster, StandIn, running, unschedulable
+from tests.provider_plugin import DIFF_NONE, DIFF_SOME, ProviderPlugin, grpc_error
+from tests.test_operate import BROKER, broker_pod, job
+
+GUARD = "pulumi-python:dynamic/minicluster:SchedulingGuard"
+SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")
+URN = "urn:pulumi:dev::minicluster::minicluster:index:MiniCluster$kubernetes:batch/v1:Job::dev-job"
+FULL = "0/3 nodes are available: 3 Insufficient cpu."
+
+
+@pytest.fixture(scope="module")
+def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
+    server = StandIn(tmp_path_factory.mktemp("api"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def api(stand_in: StandIn) -> Cluster:
+    cluster = stand_in.cluster
+    with cluster.lock:
+        cluster.pods.clear()
+        cluster.jobs.clear()
+        cluster.events.clear()
+        cluster.faults.clear()
+        cluster.requests.clear()
+    return cluster
+
+
+@pytest.fixture(scope="module")
+def plugin(stand_in: StandIn) -> Iterator[ProviderPlugin]:
+    env = {"KUBECONFIG": str(stand_in.cluster.kubeconfig)}
+    process = ProviderPlugin(scheduling.SchedulingGuardProvider(), GUARD, env)
+    yield process
+    process.close()
+
+
+def inputs(plugin: ProviderPlugin, **overrides: Any) -> dict[str, Any]:
+    given = {"namespace": "default", "job": "dev", "selector": labels(SPEC, "broker"), "size": 4,
+             "scheduleTimeout": 1, "jobUrn": URN, "revision": "a" * 64}  # fmt: skip
+    return plugin.with_provider({**given, **overrides})
+
+
+def patches(api: Cluster) -> list[Any]:
+    return [body for method, path, body in api.requests if method == "PATCH"]
+
+
+def test_done_as_soon_as_every_pod_has_a_node(plugin: ProviderPlugin, api: Cluster) -> None:
+    api.add_job(job())
+    for rank in range(4):
+        api.add_pod(broker_pod(rank, running(BROKER)))
+    started = time.monotonic()
+    resource_id, outs = plugin.create(inputs(plugin))
+    assert time.monotonic() - started < 2
+    assert outs["outcome"] == "all 4 pods of the Job default/dev were scheduled"
+    assert resource_id == f"default/dev/{'a' * 12}"
+    assert patches(api) == []
+
+
+def test_pods_that_stay_unschedulable_stop_the_job_and_say_why(plugin: ProviderPlugin, api: Cluster) -> None:
+    api.add_job(job())
+    api.add_pod(broker_pod(0, running(BROKER)))
+    for rank in (1, 2, 3):
+        api.add_pod(broker_pod(rank, unschedulable(FULL), node=None))
+    started = time.monotonic()
+    details = grpc_error(lambda: plugin.create(inputs(plugin)))
+    assert time.monotonic() - started < 5  # scheduleTimeout 1 s, polled each second: not jobTimeout
+    assert (
+        f"the Job's pods could not be scheduled for 1s (minicluster:scheduleTimeout): Unschedulable: {FULL}" in details
+    )
+    assert f"pulumi up --target-replace '{URN}'" in details
+    assert patches(api) == [{"spec": {"activeDeadlineSeconds": 1}}]  # a whole number, as the API server wants
+    assert api.jobs[("default", "dev")]["spec"]["activeDeadlineSeconds"] == 1
+
+
+def test_pods_the_job_cannot_create_stop_it_too(plugin: ProviderPlugin, api: Cluster) -> None:
+    api.add_job(job())
+    over_quota = (
+        'pods "dev-0-abcde" is forbidden: exceeded quota: compute, requested: pods=1, used: pods=3, limited: pods=3'
+    )
+    api.add_event("default", "dev", "FailedCreate", over_quota, kind="Job")
+    details = grpc_error(lambda: plugin.create(inputs(plugin)))
+    assert f"(minicluster:scheduleTimeout): FailedCreate: {over_quota}" in details
+    assert patches(api) == [{"spec": {"activeDeadlineSeconds": 1}}]
+
+
+def test_a_job_that_already_finished_needs_no_guard(plugin: ProviderPlugin, api: Cluster) -> None:
+    api.add_job(job("Complete"))
+    _, outs = plugin.create(inputs(plugin))
+    assert outs["outcome"] == "the Job default/dev finished"
+
+
+def test_a_new_job_gets_a_new_guard_and_nothing_else_does(plugin: ProviderPlugin) -> None:
+    olds = {**inputs(plugin), "outcome": "all 4 pods of the Job default/dev were scheduled"}
+    assert plugin.diff("id", olds, inputs(plugin)).changes == DIFF_NONE
+    new_job = plugin.diff("id", olds, inputs(plugin, revision="b" * 64))
+    assert (new_job.changes, list(new_job.replaces)) == (DIFF_SOME, ["revision"])
+    other = plugin.diff("id", olds, inputs(plugin, scheduleTimeout=300))
+    assert (other.changes, list(other.replaces)) == (DIFF_SOME, [])
+    assert plugin.update("id", olds, inputs(plugin, scheduleTimeout=300))["outcome"] == olds["outcome"]
+
+
+# -- on mocks: beside the Job, not after it -------------------------------------------------------
+
+
+def test_the_guard_runs_beside_the_job_with_its_inputs() -> None:
+    deployment = deploy({**config(), "kubernetes:context": "kind-flux"})
+    guard, job_resource = deployment.one(GUARD), deployment.one("kubernetes:batch/v1:Job")
+    assert deployment.parent(guard) == deployment.urn(deployment.one("minicluster:index:MiniCluster"))
+    given = guard.inputs
+    assert (given["namespace"], given["job"], given["size"], given["scheduleTimeout"]) == ("default", "dev", 4, 180)
+    assert given["selector"] == labels(SPEC, "broker")
+    assert given["jobUrn"] == deployment.urn(job_resource)  # the URN the message tells users to replace
+    assert given["kubeContext"] == "kind-flux"
+    dependencies = deployment.options[guard.name]["dependencies"]
+    assert deployment.urn(job_resource) not in dependencies  # it must act while the Job is awaited
+    config_maps = [r for r in deployment.of_type("kubernetes:core/v1:ConfigMap")]
+    assert all(deployment.urn(r) in dependencies for r in config_maps)
+
+
+def test_the_guards_revision_follows_the_job() -> None:
+    first, again = deploy(config()).one(GUARD), deploy(config()).one(GUARD)
+    # (A changed command changes the Job through its ConfigMap's new name: the mocks keep names fixed.)
+    changed = deploy(config(image="ghcr.io/flux-framework/flux-minimal:latest")).one(GUARD)
+    assert len(first.inputs["revision"]) == 64
+    assert first.inputs["revision"] == again.inputs["revision"]
+    assert changed.inputs["revision"] != first.inputs["revision"]
+
+
+def test_a_queued_job_has_no_guard() -> None:
+    kueue = config(jobLabels={"kueue.x-k8s.io/queue-name": "hpc"}, suspend=True)
+    assert GUARD not in deploy(kueue).kinds
+
+
+def test_the_guard_inputs_survive_the_wire() -> None:
+    """What the mocks saw went through the same Struct encoding as the engine's: numbers as floats."""
+    given = deploy(config()).one(GUARD).inputs
+    typed = scheduling.GuardInputs.from_wire(json.loads(json.dumps(given)))
+    assert (typed.size, typed.schedule_timeout) == (4, 180)
+    assert isinstance(typed.size, int)
