@@ -42,3 +42,11 @@ def kube_api(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluste
     monkeypatch.setenv("KUBECONFIG", str(stand_in.cluster.kubeconfig))
     yield stand_in.cluster
     stand_in.stop()
+
+
+@pytest.fixture(scope="module")
+def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
+    """One API stand-in for a whole module: for a provider plugin process, which keeps its KUBECONFIG."""
+    server = StandIn(tmp_path_factory.mktemp("api"))
+    yield server
+    server.stop()

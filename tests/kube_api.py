@@ -93,6 +93,17 @@ class Cluster:
 
     # -- arranging ----------------------------------------------------------------------------------
 
+    def reset(self) -> Cluster:
+        """As new: one namespace and nothing in it (for a server shared by a module's tests)."""
+        with self.lock:
+            for store in (self.pods, self.jobs, self.logs, self.previous_logs):
+                store.clear()
+            for items in (self.events, self.faults, self.requests, self.nodes, self.quotas, self.limit_ranges):
+                items.clear()
+            self.namespaces = {"default"}
+            self.kubelet = self.exec_handler = self.on_request = None
+        return self
+
     def fail(self, method: str, path: str, status: int | None = None, message: str = "", **kwargs: Any) -> None:
         self.faults.append(Fault(method, path, status, message, **kwargs))
 

@@ -24,30 +24,19 @@ CERT = certificate.generate("dev-0")
 GOOD_LOG = f"{certificate.BEGIN_MARKER}\n{CERT.text()}{certificate.END_MARKER}\n"
 
 
-@pytest.fixture(scope="module")
-def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
-    server = StandIn(tmp_path_factory.mktemp("api"))
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-def api(stand_in: StandIn) -> Cluster:
-    """The stand-in's cluster, reset: one namespace, a kubelet that runs the keygen pod to success."""
-    cluster = stand_in.cluster
-    with cluster.lock:
-        cluster.pods.clear()
-        cluster.faults.clear()
-        cluster.requests.clear()
-        cluster.namespaces = {"default"}
+def api(api_server: StandIn) -> Cluster:
+    """The stand-in's cluster, reset, with a kubelet that runs the keygen pod to success."""
+    cluster = api_server.cluster.reset()
     cluster.kubelet = lambda _pod: [Step(0.02, node="node-1", status=running()),
                                     Step(0.02, status=finished(0), log=GOOD_LOG)]  # fmt: skip
     return cluster
 
 
 @pytest.fixture(scope="module")
-def plugin(stand_in: StandIn) -> Iterator[ProviderPlugin]:
-    process = ProviderPlugin(keygen.KeygenPodProvider(), KEYGEN_TYPE, {"KUBECONFIG": str(stand_in.cluster.kubeconfig)})
+def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
+    env = {"KUBECONFIG": str(api_server.cluster.kubeconfig)}
+    process = ProviderPlugin(keygen.KeygenPodProvider(), KEYGEN_TYPE, env)
     yield process
     process.close()
 

@@ -25,28 +25,14 @@ URN = "urn:pulumi:dev::minicluster::minicluster:index:MiniCluster$kubernetes:bat
 FULL = "0/3 nodes are available: 3 Insufficient cpu."
 
 
-@pytest.fixture(scope="module")
-def stand_in(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
-    server = StandIn(tmp_path_factory.mktemp("api"))
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-def api(stand_in: StandIn) -> Cluster:
-    cluster = stand_in.cluster
-    with cluster.lock:
-        cluster.pods.clear()
-        cluster.jobs.clear()
-        cluster.events.clear()
-        cluster.faults.clear()
-        cluster.requests.clear()
-    return cluster
+def api(api_server: StandIn) -> Cluster:
+    return api_server.cluster.reset()
 
 
 @pytest.fixture(scope="module")
-def plugin(stand_in: StandIn) -> Iterator[ProviderPlugin]:
-    env = {"KUBECONFIG": str(stand_in.cluster.kubeconfig)}
+def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
+    env = {"KUBECONFIG": str(api_server.cluster.kubeconfig)}
     process = ProviderPlugin(scheduling.SchedulingGuardProvider(), GUARD, env)
     yield process
     process.close()
