@@ -22,7 +22,6 @@ from typing import Any, ClassVar
 
 import pulumi
 from pulumi.dynamic import (
-    CheckFailure,
     CheckResult,
     CreateResult,
     DiffResult,
@@ -32,20 +31,18 @@ from pulumi.dynamic import (
     UpdateResult,
 )
 from pulumi.runtime import rpc
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
 from components.builders import manifests
 from components.config import certificate
 from components.config.spec import MiniClusterSpec
-from components.resources.wire import differs, known, plain
+from components.resources.wire import WireInputs, plain
 
 OUTPUTS = ("certificate", "publicKey")
 
 
-class CertificateInputs(BaseModel):
+class CertificateInputs(WireInputs):
     """The certificate resources' inputs, typed again on arrival from the engine (300.0 -> 300)."""
-
-    model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
     namespace: str
     cluster_name: str = Field(alias="clusterName")
@@ -61,13 +58,7 @@ class CertificateInputs(BaseModel):
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "clusterName", "certName", "rotation"})
     """Inputs whose change means a new keypair. Everything else may change without rotating the key."""
-
-    @classmethod
-    def from_wire(cls, props: dict[str, Any]) -> CertificateInputs:
-        return cls.model_validate(plain(props))
-
-    def to_wire(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True)
+    DELETE_BEFORE_REPLACE: ClassVar[bool] = True
 
     @property
     def resource_id(self) -> str:
@@ -81,33 +72,19 @@ class CertificateInputs(BaseModel):
         return manifest, float(self.timeout), float(self.schedule_timeout or self.timeout)
 
 
-INPUT_KEYS = tuple(field.alias or name for name, field in CertificateInputs.model_fields.items())
-
-
 class _StableCertificateProvider(ResourceProvider):
     def make(self, inputs: CertificateInputs) -> certificate.CurveCertificate:
         raise NotImplementedError
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        given = known(news)
-        try:
-            CertificateInputs.model_validate(plain(given))
-        except ValidationError as error:
-            failures = [
-                CheckFailure(str(item["loc"][0]), item["msg"]) for item in error.errors() if item["loc"][0] in given
-            ]
-            return CheckResult(news, failures)
-        return CheckResult(news, [])
+        return CertificateInputs.check_wire(news)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = CertificateInputs.from_wire(props)
         return CreateResult(inputs.resource_id, {**inputs.to_wire(), **_outputs(self.make(inputs))})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        # `__provider` is deliberately not compared: editing provider code must not rotate the key.
-        changed = [key for key in INPUT_KEYS if differs(olds.get(key), news.get(key))]
-        replaces = [key for key in changed if key in CertificateInputs.REPLACE_ON]
-        return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=bool(replaces))
+        return CertificateInputs.diff_wire(olds, news)  # an edit of this code must not rotate the key
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult({**CertificateInputs.from_wire(news).to_wire(), **_kept_outputs(olds)})

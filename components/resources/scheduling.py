@@ -13,7 +13,6 @@ from typing import Any, ClassVar
 
 import pulumi
 from pulumi.dynamic import (
-    CheckFailure,
     CheckResult,
     CreateResult,
     DiffResult,
@@ -22,15 +21,13 @@ from pulumi.dynamic import (
     ResourceProvider,
     UpdateResult,
 )
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field
 
-from components.resources.wire import differs, known, plain
+from components.resources.wire import WireInputs
 
 
-class GuardInputs(BaseModel):
+class GuardInputs(WireInputs):
     """The guard's inputs, typed again on arrival from the engine (numbers come as doubles)."""
-
-    model_config = ConfigDict(populate_by_name=True, extra="ignore")
 
     namespace: str
     job: str
@@ -43,26 +40,10 @@ class GuardInputs(BaseModel):
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job", "revision"})
 
-    @classmethod
-    def from_wire(cls, props: dict[str, Any]) -> GuardInputs:
-        return cls.model_validate(plain(props))
-
-    def to_wire(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, exclude_none=True)
-
-
-INPUT_KEYS = tuple(field.alias or name for name, field in GuardInputs.model_fields.items())
-
 
 class SchedulingGuardProvider(ResourceProvider):
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        given = known(news)
-        try:
-            GuardInputs.model_validate(plain(given))
-        except ValidationError as error:
-            failures = [CheckFailure(str(e["loc"][0]), e["msg"]) for e in error.errors() if e["loc"][0] in given]
-            return CheckResult(news, failures)
-        return CheckResult(news, [])
+        return GuardInputs.check_wire(news)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         from components.cluster import kube, scheduling
@@ -86,9 +67,7 @@ class SchedulingGuardProvider(ResourceProvider):
         return CreateResult(resource_id, {**inputs.to_wire(), "outcome": outcome})
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        changed = [key for key in INPUT_KEYS if differs(olds.get(key), news.get(key))]
-        replaces = [key for key in changed if key in GuardInputs.REPLACE_ON]
-        return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
+        return GuardInputs.diff_wire(olds, news)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         """The same Job: nothing to watch again."""

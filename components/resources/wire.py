@@ -5,10 +5,12 @@ the rest."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar, Self
 
+from pulumi.dynamic import CheckFailure, CheckResult, DiffResult
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 
 def plain(value: Any) -> Any:
@@ -29,3 +31,42 @@ def differs(old: Any, new: Any) -> bool:
 def known(props: dict[str, Any]) -> dict[str, Any]:
     """The inputs whose values are known (all of them, outside a preview)."""
     return {key: value for key, value in props.items() if not isinstance(value, Unknown)}
+
+
+class WireInputs(BaseModel):
+    """A dynamic resource's inputs, typed again on arrival from the engine (300.0 -> 300): the one
+    place where the providers check and compare what the engine sends them."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    REPLACE_ON: ClassVar[frozenset[str]] = frozenset()
+    """Inputs whose change means a new resource; any other change is an update."""
+    DELETE_BEFORE_REPLACE: ClassVar[bool] = False
+
+    @classmethod
+    def from_wire(cls, props: dict[str, Any]) -> Self:
+        return cls.model_validate(plain(props))
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+    @classmethod
+    def check_wire(cls, news: dict[str, Any]) -> CheckResult:
+        """Each known input that does not fit its type is a failure, named by its input key."""
+        given = known(news)
+        try:
+            cls.model_validate(plain(given))
+        except ValidationError as error:
+            failures = [CheckFailure(str(e["loc"][0]), e["msg"]) for e in error.errors() if e["loc"][0] in given]
+            return CheckResult(news, failures)
+        return CheckResult(news, [])
+
+    @classmethod
+    def diff_wire(cls, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        """Only the inputs are compared: `__provider` changes with any edit of the provider's code."""
+        keys = [field.alias or name for name, field in cls.model_fields.items()]
+        changed = [key for key in keys if differs(olds.get(key), news.get(key))]
+        replaces = [key for key in changed if key in cls.REPLACE_ON]
+        return DiffResult(
+            changes=bool(changed), replaces=replaces, delete_before_replace=cls.DELETE_BEFORE_REPLACE and bool(replaces)
+        )
