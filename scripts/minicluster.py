@@ -89,7 +89,7 @@ def pod_state(pod: Any) -> PodState:
     if pod.metadata.deletion_timestamp is not None:
         return PodState("Terminating", has_log=True)
     if not pod.spec.node_name:
-        return PodState("Pending", _scheduling(pod) or "waiting for the scheduler")
+        return PodState("Pending", kube.not_scheduled(pod.status) or "waiting for the scheduler")
     broker = _broker_status(pod)
     if broker is None or broker.state is None:
         return PodState("PodInitializing", _init_waiting(pod))
@@ -111,13 +111,6 @@ def _exit_code(pod: Any) -> int | None:
     broker = _broker_status(pod)
     terminated = broker.state.terminated if broker is not None and broker.state is not None else None
     return int(terminated.exit_code) if terminated is not None else None
-
-
-def _scheduling(pod: Any) -> str:
-    for condition in pod.status.conditions or []:
-        if condition.type == "PodScheduled" and condition.status == "False":
-            return ": ".join(part for part in (condition.reason, condition.message) if part)
-    return ""
 
 
 def _init_waiting(pod: Any) -> str:

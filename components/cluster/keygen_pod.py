@@ -80,7 +80,7 @@ class _Run:
                 if status.phase in DONE:
                     return status
                 _check_waiting(status, image)
-                unschedulable_since = (unschedulable_since or clock()) if unschedulable(status) else None
+                unschedulable_since = (unschedulable_since or clock()) if kube.unschedulable(status) else None
                 if clock() >= deadline:
                     break
                 if unschedulable_since is not None and unschedulable_since + schedule_timeout < watch_ends:
@@ -88,7 +88,7 @@ class _Run:
             if not seen and not self.exists(name):  # a watch starts with the pod as it is
                 raise KeygenError(self._deleted(name))
             if unschedulable_since is not None and clock() - unschedulable_since >= schedule_timeout:
-                why = unschedulable(self.read(name).status)
+                why = kube.unschedulable(self.read(name).status)
                 if why:
                     raise KeygenError(
                         f"the keygen pod could not be scheduled for {schedule_timeout:g}s "
@@ -182,14 +182,6 @@ def _api_problem(error: Exception, namespace: str, doing: str) -> str:
             "This is a bug in the MiniCluster program: please report it with this message"
         )
     return f"the Kubernetes API refused {doing} ({found.status}: {found.detail})"
-
-
-def unschedulable(status: Any) -> str:
-    """The scheduler's reason when it could not place the pod ("Unschedulable: 0/3 nodes ..."), else ""."""
-    for condition in status.conditions or []:
-        if condition.type == "PodScheduled" and condition.status == "False" and condition.reason == "Unschedulable":
-            return f"{condition.reason}: {condition.message}" if condition.message else str(condition.reason)
-    return ""
 
 
 def _certificate_from_log(run: _Run, name: str) -> CurveCertificate:

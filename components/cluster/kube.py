@@ -164,3 +164,18 @@ def _connection_message(error: BaseException) -> str:
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
+
+
+def not_scheduled(status: Any) -> str:
+    """Why the scheduler has not placed a pod ("Unschedulable: 0/3 nodes are available: ..."), from its
+    PodScheduled condition; "" once it is placed, or before the scheduler has looked at it."""
+    for condition in (status.conditions if status is not None else None) or []:
+        if condition.type == "PodScheduled" and condition.status == "False":
+            return ": ".join(part for part in (condition.reason, condition.message) if part)
+    return ""
+
+
+def unschedulable(status: Any) -> str:
+    """The same, only when the scheduler found no node for it (not, e.g., a scheduling gate held on purpose)."""
+    why = not_scheduled(status)
+    return why if why.startswith("Unschedulable") else ""

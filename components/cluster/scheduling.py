@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from components.cluster import kube
-from components.cluster.keygen_pod import unschedulable
 
 STOP_NOW = {"spec": {"activeDeadlineSeconds": 1}}
 """Already past for any Job that has started: the Job controller fails it with DeadlineExceeded."""
@@ -60,7 +59,7 @@ def guard(
         pods = core.list_namespaced_pod(namespace, label_selector=labels, _request_timeout=timeout).items
         if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
             return f"all {size} pods of the Job {namespace}/{job} were scheduled"
-        reason = next((why for pod in pods if (why := unschedulable(pod.status))), "")
+        reason = next((why for pod in pods if (why := kube.unschedulable(pod.status))), "")
         if not reason and len(pods) < size:
             reason = _not_created(core, namespace, job)
         waiting_since = (waiting_since or clock()) if reason else None
