@@ -94,7 +94,7 @@ class Pods:
     def wait(started: tuple[subprocess.Popen[str], Path]) -> Run:
         process, log = started
         _, stderr = process.communicate(timeout=30)
-        calls = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        calls = calls_of(log)
         sleeps_file = Path(f"{log}.sleep")
         sleeps = sleeps_file.read_text().splitlines() if sleeps_file.exists() else []
         return Run(process.returncode, stderr, calls, sleeps)
@@ -123,7 +123,10 @@ def wait_for(condition: Any, what: str, timeout: float = 10) -> None:
 
 
 def calls_of(log: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    """The calls recorded so far. Read while stand-ins still write: a last line without its newline is
+    still being written, and is left for the next read."""
+    text = log.read_text() if log.exists() else ""
+    return [json.loads(line) for line in text.split("\n")[:-1]]
 
 
 def starts(log: Path) -> int:
