@@ -410,28 +410,8 @@ class Cluster:
         )
 
     def exec(self, pod: Any, command: list[str]) -> tuple[str, str, int | None]:
-        from kubernetes.stream import stream
-
-        name = pod.metadata.name
-
-        def run() -> Any:
-            session = stream(
-                self.core.connect_get_namespaced_pod_exec, name, self.spec.namespace, container=BROKER_CONTAINER,
-                command=command, stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
-            )  # fmt: skip
-            session.run_forever()
-            return session
-
-        session = self.call_on_pod(pod, run)
-        return session.read_stdout(), session.read_stderr(), _exit_status(session)
-
-
-def _exit_status(session: Any) -> int | None:
-    """The command's exit status from the exec protocol's status channel; None if it never came."""
-    try:
-        return int(session.returncode or 0)
-    except (TypeError, KeyError, ValueError, IndexError):  # the connection ended before the status
-        return None
+        name, namespace = pod.metadata.name, self.spec.namespace
+        return self.call_on_pod(pod, lambda: kube.run_in_pod(self.core, namespace, name, BROKER_CONTAINER, command))  # type: ignore[no-any-return]
 
 
 # -- subcommands ----------------------------------------------------------------------------------

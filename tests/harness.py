@@ -78,6 +78,8 @@ class MiniClusterMocks(pulumi.runtime.Mocks):
         if args.typ.startswith("kubernetes:") and "name" not in state.get("metadata", {}):
             # The provider auto-names an object without metadata.name: <resource name>-<random suffix>.
             state["metadata"] = {**state.get("metadata", {}), "name": f"{args.name}{AUTONAME_SUFFIX}"}
+        if args.typ.startswith("kubernetes:"):  # the API server gives every object a uid
+            state["metadata"] = {**state.get("metadata", {}), "uid": f"{args.name}-uid"}
         if args.typ in CERTIFICATE_TYPES:
             state.update(certificate=KEYGEN_CERTIFICATE.text(), publicKey=KEYGEN_CERTIFICATE.public_key)
         return f"{args.name}-id", state

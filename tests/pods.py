@@ -48,9 +48,10 @@ class Pods:
         self.tmp = tmp
         self.spec: MiniClusterSpec = load_spec({f"minicluster:{k}": v for k, v in config(**overrides).items()}, "dev")
         self.cert = certificate.generate(self.spec.rank0_host)
-        run_dir, broker_dir, curve_dir = tmp / "run", tmp / "broker", tmp / "curve"
+        run_dir, broker_dir, curve_dir, scale_dir = tmp / "run", tmp / "broker", tmp / "curve", tmp / "scale"
         for directory, files in (
             (run_dir, manifests.run_config_files(self.spec)),
+            (scale_dir, manifests.scale_config_map(self.spec)["data"]),
             (broker_dir, {manifests.BROKER_CONFIG_KEY: manifests.broker_toml(self.spec)}),
             (curve_dir, {manifests.CURVE_CERT_KEY: self.cert.text()}),
         ):
@@ -64,6 +65,7 @@ class Pods:
             MC_RUN_CONFIG_DIR=str(run_dir),
             MC_BROKER_CONFIG_DIR=str(broker_dir),
             MC_CURVE_CERT_SOURCE=str(curve_dir / manifests.CURVE_CERT_KEY),
+            MC_SCALE_DIR=str(scale_dir),
         )
 
     def run(self, rank: int, *args: str, hostname: str | None = None, index: str | None = None, **env: str) -> Run:

@@ -24,9 +24,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("size-negative", {"size": -3}, "minicluster:size: Input should be greater than or equal to 1"),
     ("size-word", {"size": "four"}, "minicluster:size: Input should be a valid integer"),
     ("size-over-job-limit", {"size": 100_001}, "minicluster:size: Input should be less than or equal to 100000"),
-    ("max-size-below-size", {"maxSize": 2}, "minicluster:maxSize (2) must be >= minicluster:size (4)"),
+    ("size-above-max-size", {"maxSize": 2}, "minicluster:size (4) is above minicluster:maxSize (2), the most hosts "
+     "the instance has: raise minicluster:maxSize to at least 4 too (that changes the hostlist, so the Job"),
     ("max-size-zero", {"maxSize": 0}, "minicluster:maxSize: Input should be greater than or equal to 1"),
-    ("min-size-above-size", {"minSize": 5}, "minicluster:minSize (5) must be <= minicluster:size (4)"),
+    ("size-below-min-size", {"minSize": 5}, "minicluster:size (4) is below minicluster:minSize (5): lower "
+     "minicluster:minSize to shrink further"),
     ("min-size-zero", {"minSize": 0}, "minicluster:minSize: Input should be greater than or equal to 1"),
     ("tasks-zero", {"tasks": 0}, "minicluster:tasks: Input should be greater than or equal to 1"),
     ("name-upper", {"name": "Flux"}, "minicluster:name: must be a DNS-1035 label: lower-case letters, digits and '-', starting with a letter"),

@@ -123,7 +123,7 @@ def test_every_volume_source_becomes_a_pod_volume_and_a_flux_container_mount() -
         "keys": {"secret": {"secretName": "ssh-keys"}},
         "shm": {"emptyDir": {"medium": "Memory"}},
     }
-    mounts = containers(deployment)["flux-broker"]["volumeMounts"][4:]
+    mounts = containers(deployment)["flux-broker"]["volumeMounts"][5:]
     assert mounts == [
         {"name": "data", "mountPath": "/data", "readOnly": True},
         {"name": "host", "mountPath": "/host-tmp"},
@@ -315,12 +315,13 @@ def test_restful_api_credentials_come_from_the_users_secret_only() -> None:
     assert (env["FLUX_AUTH_BACKEND"]["value"], env["MC_RESTFUL_PORT"]["value"]) == ("shared-secret", "5000")
 
 
-def test_restful_api_port_is_declared_on_the_container_and_pulumi_waits_for_ready_pods() -> None:
+def test_restful_api_port_is_declared_on_the_container_and_the_cluster_is_elastic() -> None:
     deployment = deploy(config(**API))
     assert {"name": "restful-api", "containerPort": 5000, "protocol": "TCP"} in containers(deployment)["flux-broker"][
         "ports"
     ]
-    assert job_of(deployment)["metadata"]["annotations"]["pulumi.com/waitFor"] == "jsonpath={.status.ready}=4"
+    assert job_of(deployment)["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert "pulumi-python:dynamic/minicluster:Scale" in deployment.kinds
 
 
 def test_without_the_api_there_is_no_api_service_or_output() -> None:

@@ -14,6 +14,7 @@ from tests.plain import is_secret, plain
 
 JOB = "kubernetes:batch/v1:Job"
 GUARD = "pulumi-python:dynamic/minicluster:SchedulingGuard"
+SCALE = "pulumi-python:dynamic/minicluster:Scale"
 SERVICE = "kubernetes:core/v1:Service"
 SECRET = "kubernetes:core/v1:Secret"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
@@ -45,11 +46,11 @@ def config_map(deployment: Deployment, name: str) -> dict[str, str]:
     return plain(found[0].inputs["data"])  # type: ignore[no-any-return]
 
 
-def test_declares_one_component_with_keygen_secret_two_config_maps_service_job_and_guard(
+def test_declares_one_component_with_keygen_secret_three_config_maps_service_job_and_guard(
     sized: tuple[int, Deployment],
 ) -> None:
     _, deployment = sized
-    assert deployment.kinds == sorted([COMPONENT, KEYGEN, SECRET, CONFIG_MAP, CONFIG_MAP, SERVICE, JOB, GUARD])
+    assert deployment.kinds == sorted([COMPONENT, KEYGEN, SECRET, *[CONFIG_MAP] * 3, SERVICE, JOB, GUARD])
 
 
 def test_every_child_is_parented_to_the_component_and_prefixed_with_its_name(sized: tuple[int, Deployment]) -> None:
@@ -95,7 +96,7 @@ def test_broker_container_runs_the_entrypoint_from_its_config_map(sized: tuple[i
 def test_environment_is_added_after_the_entrypoints_own_variables() -> None:
     env = broker_container(deploy(config(environment={"OMP_NUM_THREADS": 4, "LAMMPS_HOME": "/opt"})))["env"]
     assert env[-2:] == [{"name": "OMP_NUM_THREADS", "value": "4"}, {"name": "LAMMPS_HOME", "value": "/opt"}]
-    assert {"name": "MC_SIZE", "value": "4"} in env
+    assert {"name": "MC_SCALE_DIR", "value": "/etc/minicluster/scale"} in env
 
 
 def test_resources_reach_the_broker_container_and_are_absent_by_default() -> None:
@@ -114,8 +115,10 @@ def test_broker_mounts_config_script_certificate_and_state(sized: tuple[int, Dep
         "broker-config": ("/etc/minicluster/broker", True),
         "run-config": ("/etc/minicluster/run", True),
         "curve-certificate": ("/etc/minicluster/curve", True),
+        "scale": ("/etc/minicluster/scale", True),
         "state": ("/var/lib/minicluster", False),
     }
+    assert volumes["scale"]["configMap"]["name"] == f"dev-scale{AUTONAME_SUFFIX}"
     assert volumes["broker-config"]["configMap"]["name"] == f"dev-broker-config{AUTONAME_SUFFIX}"
     assert volumes["run-config"]["configMap"]["name"] == f"dev-entrypoint{AUTONAME_SUFFIX}"
     assert volumes["curve-certificate"]["secret"] == {"secretName": f"dev-curve{AUTONAME_SUFFIX}", "defaultMode": 0o444}
@@ -175,14 +178,12 @@ def test_job_with_a_command_is_awaited_to_completion_within_the_timeout() -> Non
     assert annotations == {"pulumi.com/timeoutSeconds": "900"}
 
 
-def test_persistent_cluster_is_awaited_until_its_pods_are_ready_not_until_completion() -> None:
-    annotations = deploy(config(command=None, size=3)).one(JOB).inputs["metadata"]["annotations"]
-    assert annotations["pulumi.com/waitFor"] == "jsonpath={.status.ready}=3"
-
-
-def test_interactive_mode_is_persistent_even_with_a_command() -> None:
-    annotations = deploy(config(mode="interactive")).one(JOB).inputs["metadata"]["annotations"]
-    assert annotations["pulumi.com/waitFor"] == "jsonpath={.status.ready}=4"
+@pytest.mark.parametrize("overrides", [{"command": None}, {"mode": "interactive"}, {"mode": "launcher"}])
+def test_an_elastic_cluster_is_awaited_by_its_scale_resource_not_by_the_provider(overrides: dict[str, Any]) -> None:
+    """A condition naming the size would go stale at the first resize (and never complete)."""
+    deployment = deploy(config(**overrides))
+    assert deployment.one(JOB).inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert plain(deployment.one(SCALE).inputs)["jobTimeout"] == 3600
 
 
 def test_name_and_namespace_come_from_config_and_name_defaults_to_the_stack() -> None:
@@ -210,6 +211,7 @@ def test_job_references_secret_config_maps_and_service_by_their_output_names() -
         "broker-config": {"name": f"flux-broker-config{AUTONAME_SUFFIX}"},
         "run-config": {"name": f"flux-entrypoint{AUTONAME_SUFFIX}"},
         "curve-certificate": {"secretName": f"flux-curve{AUTONAME_SUFFIX}", "defaultMode": 0o444},
+        "scale": {"name": f"flux-scale{AUTONAME_SUFFIX}"},
         "state": None,
     }
 

@@ -7,6 +7,12 @@
 #
 # Usage: entrypoint.sh                 start this pod's broker
 #        entrypoint.sh --in-instance   (internal) rank 0's initial program: batch, interactive, RESTful API
+#        entrypoint.sh --resize FROM TO POLICY TIMEOUT
+#                                      (run by `pulumi up` in rank 0's container) before a resize: drain
+#                                      the ranks that go, or undrain the ranks that come back
+#
+# The current size is not in the pod template (a resize would replace the Job): each broker reads it,
+# and the quorum, at start from MC_SCALE_DIR, a ConfigMap that a resize rewrites in place.
 #
 # Stopping: Kubernetes sends SIGTERM to this script (the container's first process); it is passed to
 # the broker at once, and the pod exits 143 (never 0: a Job does not rerun a succeeded index). When
@@ -26,9 +32,6 @@ broker_pid=""
 stop_requested=false
 readonly STOPPED=143 # 128 + SIGTERM
 
-# Flux refuses more nodes than tasks: spread over every node only when there is a task for each.
-MC_TASK_LAYOUT=(-n"${MC_TASKS:-1}")
-if ((${MC_TASKS:-1} >= ${MC_SIZE:-1})); then MC_TASK_LAYOUT=(-N"${MC_SIZE:-1}" -n"${MC_TASKS:-1}"); fi
 
 log() {
   if [[ ${MC_QUIET:-false} != true ]]; then printf 'minicluster[rank %s]: %s\n' "${rank:-?}" "$*" >&2; fi
@@ -91,6 +94,27 @@ find_rank() {
   fi
   rank=$index
   export MC_RANK=$rank
+}
+
+# The current size (MC_SIZE) and quorum (MC_QUORUM, may be empty), exported for rank 0's program.
+read_scale() {
+  local scale=${MC_SCALE_DIR:?MC_SCALE_DIR must name the directory of the size and quorum files}
+  [[ -r $scale/size ]] || die "cannot read the current size from $scale/size"
+  MC_SIZE=$(<"$scale/size") MC_QUORUM=""
+  if [[ -r $scale/quorum ]]; then MC_QUORUM=$(<"$scale/quorum"); fi
+  [[ $MC_SIZE =~ ^[1-9][0-9]*$ ]] || die "$scale/size holds '$MC_SIZE', not a size"
+  export MC_SIZE MC_QUORUM
+}
+
+# Flux refuses more nodes than tasks: spread over every node only when there is a task for each.
+task_layout() {
+  local -n layout_out_=$1
+  # shellcheck disable=SC2034 # a nameref: this fills the caller's array
+  if ((${MC_TASKS:-1} >= MC_SIZE)); then
+    layout_out_=(-N"$MC_SIZE" -n"${MC_TASKS:-1}")
+  else
+    layout_out_=(-n"${MC_TASKS:-1}")
+  fi
 }
 
 # The broker refuses a certificate others can read, and the Secret mount is read-only: copy it privately.
@@ -181,8 +205,9 @@ pause() {
 
 # Rank 0: the instance's initial program decides the mode. flux start returns that program's status.
 start_rank0() {
-  local -a options command flags program
+  local -a options command flags program layout
   broker_options options
+  task_layout layout
   read_lines command command.args
   read_lines flags submit.flags
   if [[ -n ${MC_RESTFUL_PORT:-} ]]; then
@@ -192,7 +217,7 @@ start_rank0() {
     program=(-Sbroker.rc2_none=1)
   else
     case $MC_MODE in
-      submit) program=("$flux" submit --watch "${MC_TASK_LAYOUT[@]}" "${flags[@]}" "${command[@]}") ;;
+      submit) program=("$flux" submit --watch "${layout[@]}" "${flags[@]}" "${command[@]}") ;;
       launcher) program=("${command[@]}") ;;
       batch | interactive) program=(bash "${BASH_SOURCE[0]}" --in-instance) ;;
       *) die "unknown MC_MODE '$MC_MODE'" ;;
@@ -269,6 +294,7 @@ run_restful_api() {
   # Signs the API's access tokens: private to this server, new at every start.
   FLUX_TOKEN_SIGNING_KEY=${FLUX_TOKEN_SIGNING_KEY:-$(od -An -tx1 -N32 /dev/urandom | tr -d ' \n')}
   export FLUX_TOKEN_SIGNING_KEY
+  export FLUX_NUMBER_NODES=$MC_SIZE # the size when this rank 0 started
   python3 app/db/init_db.py init || die "could not create the API's user database"
   log "the Flux RESTful API listens on port $MC_RESTFUL_PORT"
   exec python3 -m uvicorn app.main:app --host=0.0.0.0 --port="$MC_RESTFUL_PORT"
@@ -288,6 +314,105 @@ write_batch_script() {
     done <"$run_config/command.lines"
     printf 'status=0\nfor id in "${ids[@]}"; do %q job attach "$id" || status=1; done\nexit "$status"\n' "$flux"
   } >"$script"
+}
+
+# -- resizing (run in rank 0's container by `pulumi up`, through the Kubernetes exec API) -------------
+# Its lines go to the caller and to rank 0's log (the stderr of the container's first process).
+
+say() {
+  local line="minicluster[rank 0]: $*"
+  printf '%s\n' "$line" >&2
+  local sink=${MC_LOG_SINK:-/proc/1/fd/2}
+  if [[ -w $sink ]]; then printf '%s\n' "$line" >>"$sink" 2>/dev/null || true; fi
+}
+
+# An idset of the ranks FIRST..LAST.
+idset() {
+  if (($1 == $2)); then printf '%s' "$1"; else printf '%s-%s' "$1" "$2"; fi
+}
+
+# The ranks of the idsets given (e.g. "[2-4,7]") that fall in LO..HI, one per line.
+ranks_within() {
+  local lo=$1 hi=$2 idset part first last rank
+  shift 2
+  for idset in "$@"; do
+    idset=${idset#[} idset=${idset%]}
+    for part in ${idset//,/ }; do
+      first=${part%-*} last=${part#*-}
+      for ((rank = (first > lo ? first : lo); rank <= (last < hi ? last : hi); rank++)); do echo "$rank"; done
+    done
+  done
+}
+
+# The running jobs (every user's) with a rank in LO..HI, separated by spaces.
+jobs_within() {
+  local lo=$1 hi=$2 id ranks found=()
+  while read -r id ranks; do
+    if [[ -n $ranks && -n $(ranks_within "$lo" "$hi" "$ranks") ]]; then found+=("$id"); fi
+  done < <("$flux" jobs --user=all --filter=running -n --format='{id.f58} {ranks}')
+  printf '%s' "${found[*]}"
+}
+
+# The drained ranks in LO..HI, separated by commas (an idset).
+drained_within() {
+  local -a drained ranks
+  mapfile -t drained < <("$flux" resource drain -n -o '{ranks}') || return 1
+  mapfile -t ranks < <(ranks_within "$1" "$2" "${drained[@]}")
+  local IFS=,
+  printf '%s' "${ranks[*]}"
+}
+
+# Before Kubernetes removes the pods of ranks TO..FROM-1, no new work may land on them (drain), and
+# the work on them ends: it finishes (POLICY wait) or is cancelled (POLICY cancel), within TIMEOUT
+# seconds. If it does not, the shrink is called off: the ranks drained here are undrained, and the
+# status is 3. A grow undrains the ranks that come back (a shrink left them drained).
+resize() {
+  local from=$1 to=$2 policy=$3 timeout=$4 going jobs deadline kept
+  rank=0
+  export FLUX_URI="local://$state/run/local"
+  if ((to > from)); then
+    going=$(drained_within "$from" "$((to - 1))") || die "cannot list the drained ranks"
+    say "growing from $from to $to brokers${going:+: undraining ranks $going, drained when the cluster shrank}"
+    if [[ -n $going ]]; then "$flux" resource undrain "$going" || die "cannot undrain ranks $going"; fi
+    return 0
+  fi
+  going=$(idset "$to" "$((from - 1))")
+  kept=$(drained_within "$to" "$((from - 1))") || die "cannot list the drained ranks"
+  say "shrinking from $from to $to brokers: draining ranks $going, so that no new work starts there"
+  "$flux" resource drain -f "$going" "minicluster: shrinking to $to brokers" || die "cannot drain ranks $going"
+  jobs=$(jobs_within "$to" "$((from - 1))") || die "cannot list the running jobs"
+  if [[ -z $jobs ]]; then
+    say "no job runs on ranks $going"
+    return 0
+  fi
+  if [[ $policy == cancel ]]; then
+    say "cancelling the jobs running on ranks $going (shrinkPolicy cancel): $jobs"
+    # shellcheck disable=SC2086 # one argument per job id
+    "$flux" cancel --message="minicluster: the cluster shrank to $to brokers" $jobs || die "cannot cancel $jobs"
+  else
+    say "waiting up to ${timeout}s for the jobs running on ranks $going to finish (shrinkPolicy wait): $jobs"
+  fi
+  deadline=$((SECONDS + timeout))
+  while jobs=$(jobs_within "$to" "$((from - 1))") && [[ -n $jobs ]]; do
+    if ((SECONDS >= deadline)); then
+      call_off_shrink "$to" "$((from - 1))" "$kept"
+      say "the shrink to $to brokers is called off: after ${timeout}s these jobs still run on ranks $going: $jobs"
+      return 3
+    fi
+    pause 2
+  done
+  say "the jobs on ranks $going have ended: the shrink goes ahead"
+}
+
+# Undrain the ranks LO..HI that were not drained before the shrink (KEPT, an idset).
+call_off_shrink() {
+  local -a undrain=()
+  local rank
+  for rank in $(seq "$1" "$2"); do
+    if [[ -z $(ranks_within "$rank" "$rank" "${3:-}") ]]; then undrain+=("$rank"); fi
+  done
+  local IFS=,
+  if ((${#undrain[@]})); then "$flux" resource undrain "${undrain[*]}" || say "cannot undrain ranks ${undrain[*]}"; fi
 }
 
 # Inside the instance (rank 0's initial program) for the modes that need more than one command.
@@ -310,8 +435,10 @@ in_instance() {
       fi
       ;;
     interactive)
+      local -a layout
       read_lines command command.args
-      "$flux" submit --watch "${MC_TASK_LAYOUT[@]}" "${flags[@]}" "${command[@]}" ||
+      task_layout layout
+      "$flux" submit --watch "${layout[@]}" "${flags[@]}" "${command[@]}" ||
         log "the command exited with status $?"
       log "interactive: the instance stays up; stop it with 'flux shutdown'"
       while :; do sleep 3600; done
@@ -323,13 +450,24 @@ in_instance() {
 main() {
   use_flux_view
   if [[ ${1:-} == --in-instance ]]; then
+    if [[ -z ${MC_SIZE:-} ]]; then read_scale; fi # inherited from rank 0's start, normally
     in_instance
+    return
+  fi
+  if [[ ${1:-} == --resize ]]; then
+    shift
+    resize "$@"
     return
   fi
   trap on_stop TERM INT
   run_hook init
   find_rank
+  read_scale
   log "rank $rank of $MC_SIZE in $MC_HOSTLIST, mode $MC_MODE"
+  if ((rank >= MC_SIZE)); then
+    log "rank $rank is beyond the current size $MC_SIZE: the cluster is being resized; starting anyway" \
+      "(Kubernetes removes this pod if it is shrinking)"
+  fi
   prepare_state
   run_hook pre
   local status=0 started=$SECONDS

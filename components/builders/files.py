@@ -8,7 +8,7 @@ from typing import Any
 import tomli_w
 
 from components.config import paths, rules
-from components.config.spec import MiniClusterSpec
+from components.config.spec import MiniClusterSpec, quorum
 
 ENTRYPOINT_SCRIPT = "entrypoint.sh"
 BROKER_CONFIG_KEY = "broker.toml"
@@ -36,6 +36,16 @@ def broker_toml(spec: MiniClusterSpec) -> str:
     if spec.state_volume is not None:  # a killed rank 0 restarts from the latest checkpoint
         config["kvs"] = {"checkpoint-period": spec.state_volume.checkpoint_period}
     return tomli_w.dumps(config)
+
+
+def scale_files(size: int, min_size: int | None, largest_size: int) -> dict[str, str]:
+    """The scale ConfigMap's files: what a broker reads at start about the current size. A resize
+    writes them again (components.cluster.scale), so they take the numbers, not the spec."""
+    files = {"size": str(size)}
+    at_size = quorum(size, min_size, largest_size)
+    if at_size is not None:
+        files["quorum"] = str(at_size)
+    return files
 
 
 def entrypoint_script() -> str:
@@ -68,18 +78,17 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
     settings: dict[str, object | None] = {
         "MC_FLUX": spec.flux_path,
         "MC_MODE": spec.mode,
-        "MC_SIZE": spec.size,
         "MC_MAX_SIZE": spec.largest_size,
         "MC_TASKS": spec.tasks,
         "MC_HOST_PREFIX": spec.name,
         "MC_HOSTLIST": spec.hostlist,
-        "MC_QUORUM": spec.quorum,
         "MC_TOPOLOGY": spec.topology,
         "MC_CONNECT_TIMEOUT": spec.connect_timeout,
         "MC_LOG_LEVEL": spec.log_level,
         "MC_WORKER_RETRIES": spec.worker_retries,
         "MC_BROKER_CONFIG_DIR": paths.BROKER_CONFIG_DIR,
         "MC_RUN_CONFIG_DIR": paths.RUN_CONFIG_DIR,
+        "MC_SCALE_DIR": paths.SCALE_DIR,
         "MC_CURVE_CERT_SOURCE": f"{paths.CURVE_DIR}/{CURVE_CERT_KEY}",
         "MC_STATE_DIR": paths.STATE_DIR,
         "MC_QUIET": spec.logging.quiet,
@@ -109,7 +118,7 @@ def _restful_api_settings(spec: MiniClusterSpec) -> dict[str, object | None]:
         # The server's own settings (flux-restful-api reads these).
         "FLUX_AUTH_BACKEND": "shared-secret",
         "FLUX_REQUIRE_AUTH": "true",  # the same, for releases before FLUX_AUTH_BACKEND
-        "FLUX_NUMBER_NODES": spec.size,
+        # FLUX_NUMBER_NODES, the server's node count, is set by the entrypoint from the current size.
         "FLUX_OPTION_FLAGS": spec.option_flags,
     }
 

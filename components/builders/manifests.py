@@ -10,7 +10,14 @@ from __future__ import annotations
 from typing import Any
 
 from components.builders import pod_template
-from components.builders.files import BROKER_CONFIG_KEY, CURVE_CERT_KEY, broker_toml, entrypoint_env, run_config_files
+from components.builders.files import (
+    BROKER_CONFIG_KEY,
+    CURVE_CERT_KEY,
+    broker_toml,
+    entrypoint_env,
+    run_config_files,
+    scale_files,
+)
 from components.builders.names import (
     BROKER_CONTAINER,
     INDEX_LABEL,
@@ -18,6 +25,7 @@ from components.builders.names import (
     curve_secret_name,
     entrypoint_name,
     labels,
+    scale_config_name,
 )
 from components.config.paths import LOCAL_URI, STATE_DIR
 from components.config.spec import MiniClusterSpec
@@ -26,6 +34,7 @@ __all__ = [  # what callers use from here, wherever it is defined
     "BROKER_CONFIG_KEY", "BROKER_CONTAINER", "CURVE_CERT_KEY", "LOCAL_URI", "STATE_DIR", "all_objects",
     "broker_config_map", "broker_toml", "curve_secret", "entrypoint_config_map", "entrypoint_env",
     "headless_service", "job", "keygen_pod", "labels", "restful_api_service", "run_config_files",
+    "scale_config_map",
 ]  # fmt: skip
 
 Manifest = dict[str, Any]
@@ -45,6 +54,7 @@ echo "$MC_END_MARKER"
 """
 
 WAIT_FOR = "pulumi.com/waitFor"
+SKIP_AWAIT = "pulumi.com/skipAwait"
 AWAIT_TIMEOUT = "pulumi.com/timeoutSeconds"
 # A pod lost to a node drain or preemption is retried without counting against backoffLimit.
 # (Kubernetes 1.29's schema requires `status`; later versions default it to "True".)
@@ -73,6 +83,12 @@ def broker_config_map(spec: MiniClusterSpec) -> Manifest:
 
 def entrypoint_config_map(spec: MiniClusterSpec) -> Manifest:
     return _config_map(spec, entrypoint_name(spec), "entrypoint", run_config_files(spec))
+
+
+def scale_config_map(spec: MiniClusterSpec) -> Manifest:
+    """The current size, read by each broker at start: on an elastic cluster a resize rewrites it in
+    place, so the Job's pod template stays the same at every size."""
+    return _config_map(spec, scale_config_name(spec), "scale", scale_files(spec.size, spec.min_size, spec.largest_size))
 
 
 def _config_map(spec: MiniClusterSpec, name: str, component: str, data: dict[str, str]) -> Manifest:
@@ -116,12 +132,14 @@ def job(
     curve_secret_name: Any,
     broker_config_name: Any,
     entrypoint_name: Any,
+    scale_config_name: Any,
 ) -> Manifest:
     """The Indexed Job of brokers. The names are parameters so the Pulumi program can pass Outputs:
-    the Job then follows the Service, Secret and ConfigMaps in the graph and rolls when they change."""
+    the Job then follows the Service, Secret and ConfigMaps in the graph and rolls when they change.
+    `completions` and `parallelism` (the size) are the only fields a resize changes."""
     template = pod_template.broker_pod(
         spec, service_name=service_name, secret_name=curve_secret_name, broker_config=broker_config_name,
-        entrypoint=entrypoint_name,
+        entrypoint=entrypoint_name, scale_config=scale_config_name,
     )  # fmt: skip
     job_spec: Manifest = {
         "completionMode": "Indexed",
@@ -144,12 +162,13 @@ def job(
 
 
 def job_await_annotations(spec: MiniClusterSpec) -> dict[str, str]:
-    """How long `pulumi up` waits, and for what: completion with a command; running pods otherwise,
-    because a persistent instance never completes."""
-    annotations = {AWAIT_TIMEOUT: str(spec.job_timeout)}
-    if spec.persistent:  # the RESTful API is one too: the config refuses it with a command
-        annotations[WAIT_FOR] = f"jsonpath={{.status.ready}}={spec.size}"
-    return annotations
+    """How long `pulumi up` waits, and for what. A one-shot command: the Job's completion. An elastic
+    cluster never completes (or, with a launcher, not before the user resizes it), and a condition
+    naming its size would go stale at the first resize: the Job is not awaited, and the MiniCluster's
+    Scale resource waits for its pods instead (components.cluster.scale), at every size."""
+    if spec.elastic:
+        return {SKIP_AWAIT: "true"}
+    return {AWAIT_TIMEOUT: str(spec.job_timeout)}
 
 
 def keygen_pod(spec: MiniClusterSpec, begin_marker: str, end_marker: str) -> Manifest:
@@ -195,6 +214,7 @@ def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
         curve_secret(spec, certificate),
         broker_config_map(spec),
         entrypoint_config_map(spec),
+        scale_config_map(spec),
         headless_service(spec),
     ]
     if spec.restful_api.enabled:
@@ -206,6 +226,7 @@ def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
             curve_secret_name=curve_secret_name(spec),
             broker_config_name=broker_config_name(spec),
             entrypoint_name=entrypoint_name(spec),
+            scale_config_name=scale_config_name(spec),
         )
     )
     return objects

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from components.config.spec import BROKER_CONTAINER, MiniClusterSpec
 
-__all__ = ["BROKER_CONTAINER", "INDEX_LABEL", "broker_config_name", "curve_secret_name", "entrypoint_name", "labels"]
+__all__ = [
+    "BROKER_CONTAINER", "INDEX_LABEL", "broker_config_name", "curve_secret_name", "entrypoint_name", "labels",
+    "scale_config_name",
+]  # fmt: skip
 
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 """Kubernetes labels each Indexed Job pod with its index (= the broker's rank)."""
@@ -20,6 +23,10 @@ def broker_config_name(spec: MiniClusterSpec) -> str:
 
 def entrypoint_name(spec: MiniClusterSpec) -> str:
     return f"{spec.name}-entrypoint"
+
+
+def scale_config_name(spec: MiniClusterSpec) -> str:
+    return f"{spec.name}-scale"
 
 
 def labels(spec: MiniClusterSpec, component: str) -> dict[str, str]:

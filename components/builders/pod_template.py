@@ -24,7 +24,13 @@ if [ -d /opt/software ]; then cp -R /opt/software "$MC_FLUX_VIEW/"; fi
 
 
 def broker_pod(
-    spec: MiniClusterSpec, *, service_name: Any, secret_name: Any, broker_config: Any, entrypoint: Any
+    spec: MiniClusterSpec,
+    *,
+    service_name: Any,
+    secret_name: Any,
+    broker_config: Any,
+    entrypoint: Any,
+    scale_config: Any,
 ) -> Manifest:
     pod = spec.pod
     template_spec: Manifest = {
@@ -33,7 +39,7 @@ def broker_pod(
         "setHostnameAsFQDN": False,
         "restartPolicy": pod.restart_policy,
         "containers": [flux_container(spec)],
-        "volumes": _volumes(spec, secret_name, broker_config, entrypoint),
+        "volumes": _volumes(spec, secret_name, broker_config, entrypoint, scale_config),
         **_scheduling(spec),
     }
     # The flux view is copied first; sidecars are native sidecars (init containers that keep running):
@@ -119,6 +125,7 @@ def _own_mounts(spec: MiniClusterSpec) -> list[Manifest]:
         {"name": "broker-config", "mountPath": paths.BROKER_CONFIG_DIR, "readOnly": True},
         {"name": "run-config", "mountPath": paths.RUN_CONFIG_DIR, "readOnly": True},
         {"name": "curve-certificate", "mountPath": paths.CURVE_DIR, "readOnly": True},
+        {"name": "scale", "mountPath": paths.SCALE_DIR, "readOnly": True},
         {"name": "state", "mountPath": paths.STATE_DIR},
     ]
     if spec.flux_view.enabled:
@@ -139,10 +146,14 @@ def _user_mounts(spec: MiniClusterSpec, names: list[str]) -> list[Manifest]:
     return mounts
 
 
-def _volumes(spec: MiniClusterSpec, secret_name: Any, broker_config: Any, entrypoint: Any) -> list[Manifest]:
+def _volumes(
+    spec: MiniClusterSpec, secret_name: Any, broker_config: Any, entrypoint: Any, scale_config: Any
+) -> list[Manifest]:
     volumes: list[Manifest] = [
         {"name": "broker-config", "configMap": {"name": broker_config}},
         {"name": "run-config", "configMap": {"name": entrypoint}},
+        # Not subPath-mounted: a resize's new numbers reach running pods too (rank 0 reads them on restart).
+        {"name": "scale", "configMap": {"name": scale_config}},
         # Readable by the container's user whoever that is (root owns Secret files): the entrypoint
         # copies it to the private 0600 file the broker reads, and no other container mounts it.
         {"name": "curve-certificate", "secret": {"secretName": secret_name, "defaultMode": 0o444}},

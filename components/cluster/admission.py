@@ -61,7 +61,7 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
 def shape(spec: MiniClusterSpec) -> fit.Shape:
     """The broker pods as the Job asks for them: the very pod template the Job carries."""
     template = pod_template.broker_pod(
-        spec, service_name=spec.service, secret_name="-", broker_config="-", entrypoint="-"
+        spec, service_name=spec.service, secret_name="-", broker_config="-", entrypoint="-", scale_config="-"
     )  # fmt: skip
     return fit.Shape(spec.size, template["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name)
 

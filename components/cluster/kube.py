@@ -179,3 +179,34 @@ def unschedulable(status: Any) -> str:
     """The same, only when the scheduler found no node for it (not, e.g., a scheduling gate held on purpose)."""
     why = not_scheduled(status)
     return why if why.startswith("Unschedulable") else ""
+
+
+def failure(what: str, error: BaseException) -> RuntimeError:
+    """One line for `pulumi up`: what could not be done, and why, as the API server or the network said."""
+    if isinstance(error, NoCluster):
+        return RuntimeError(f"{what}: cannot reach the cluster: {error}")
+    found = problem(error)
+    return RuntimeError(f"{what} ({found.status or found.kind}: {found.detail})")
+
+
+def run_in_pod(
+    core: Any, namespace: str, pod: str, container: str, command: list[str], timeout: float | None = None
+) -> tuple[str, str, int | None]:
+    """(stdout, stderr, exit status) of a command run in a pod's container over the exec API; the
+    status is None if the connection ended (or `timeout` seconds passed) before the status came."""
+    from kubernetes.stream import stream
+
+    session = stream(
+        core.connect_get_namespaced_pod_exec, pod, namespace, container=container, command=command,
+        stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
+    )  # fmt: skip
+    session.run_forever(timeout=timeout)
+    stdout, stderr = session.read_stdout(), session.read_stderr()
+    if session.is_open():  # timed out: the command may still run
+        session.close()
+        return stdout, stderr, None
+    try:
+        code = session.returncode
+    except (TypeError, KeyError, ValueError, IndexError):  # the connection ended before the status
+        return stdout, stderr, None
+    return stdout, stderr, int(code)

@@ -5,6 +5,9 @@ PREFIX = "/etc/minicluster"
 BROKER_CONFIG_DIR = f"{PREFIX}/broker"
 RUN_CONFIG_DIR = f"{PREFIX}/run"
 CURVE_DIR = f"{PREFIX}/curve"
+SCALE_DIR = f"{PREFIX}/scale"
+"""The current size and quorum (files `size`, `quorum`): a ConfigMap that a resize updates in place,
+so that the pod template never holds the size."""
 STATE_DIR = "/var/lib/minicluster"
 # Files the entrypoint writes in STATE_DIR and the broker reads through broker.toml.
 PRIVATE_CURVE_CERT = f"{STATE_DIR}/curve.cert"
@@ -18,5 +21,5 @@ RESERVED = (PREFIX, STATE_DIR, STATE_VOLUME)
 FLUX_VIEW = "flux-view"
 """The flux-view init container and its volume."""
 STATE_VOLUME_NAME = "flux-state"
-OWN_VOLUMES = ("broker-config", "run-config", "curve-certificate", "state", FLUX_VIEW, STATE_VOLUME_NAME)
+OWN_VOLUMES = ("broker-config", "run-config", "scale", "curve-certificate", "state", FLUX_VIEW, STATE_VOLUME_NAME)
 """The volumes the broker pod has for itself: a user volume may not take one of these names."""

@@ -71,11 +71,20 @@ class MiniClusterSpec(ContainerSettings):
     command: str | None = None
     """Command rank 0 runs in the instance, split like a shell line. Absent: a persistent cluster."""
     size: int = Field(1, ge=1, le=MAX_INDEXED_COMPLETIONS)
-    """Number of pods, each running one Flux broker."""
+    """Number of pods, each running one Flux broker. On an elastic cluster (no command, interactive,
+    launcher, the RESTful API) a change between minSize and maxSize resizes the running instance."""
     max_size: int | None = Field(None, ge=1, le=MAX_INDEXED_COMPLETIONS)
-    """Largest size the instance can grow to (hostlist length). Default: size."""
+    """Largest size the instance can grow to (hostlist length; changing it replaces the Job). Default: size."""
     min_size: int | None = Field(None, ge=1, le=MAX_INDEXED_COMPLETIONS)
-    """Brokers that must be online before rank 0 runs the command (broker.quorum). Default: size."""
+    """Smallest size it can shrink to, and the brokers that must be online before rank 0 runs the command
+    (broker.quorum). Default: shrinking goes down to 1, and the quorum is the size."""
+    shrink_policy: Literal["wait", "cancel"] = "wait"
+    """When an elastic cluster shrinks, the ranks that go are drained first; wait: jobs running on them
+    may finish (up to shrinkTimeout, else `pulumi up` stops and nothing shrinks); cancel: they are
+    cancelled at once."""
+    shrink_timeout: Seconds = 600
+    """Seconds a shrink waits for the jobs on the ranks that go (shrinkPolicy wait), or for them to end
+    once cancelled."""
     tasks: int = Field(1, ge=1)
     """Tasks for `flux submit -n` (the command's process count)."""
     mode: Mode = "submit"
@@ -302,10 +311,13 @@ class MiniClusterSpec(ContainerSettings):
 
     def _size_problems(self) -> list[str]:
         return [
-            f"minicluster:maxSize ({self.max_size}) must be >= minicluster:size ({self.size})"
+            f"minicluster:size ({self.size}) is above minicluster:maxSize ({self.max_size}), the most hosts the "
+            f"instance has: raise minicluster:maxSize to at least {self.size} too (that changes the hostlist, so "
+            "the Job and its Flux instance are replaced)"
             if self.max_size is not None and self.max_size < self.size
             else "",
-            f"minicluster:minSize ({self.min_size}) must be <= minicluster:size ({self.size})"
+            f"minicluster:size ({self.size}) is below minicluster:minSize ({self.min_size}): lower "
+            "minicluster:minSize to shrink further (the cluster is not replaced for that)"
             if self.min_size is not None and self.min_size > self.size
             else "",
         ]
@@ -423,15 +435,18 @@ class MiniClusterSpec(ContainerSettings):
 
     @property
     def quorum(self) -> int | None:
-        """broker.quorum, when it must differ from Flux's default of every rank in the hostlist."""
-        if self.min_size is not None:
-            return self.min_size
-        return self.size if self.largest_size > self.size else None
+        return quorum(self.size, self.min_size, self.largest_size)
 
     @property
     def persistent(self) -> bool:
         """The instance outlives any command: pods run until `flux shutdown` or `pulumi destroy`."""
         return self.command is None or self.mode == "interactive"
+
+    @property
+    def elastic(self) -> bool:
+        """Its size changes in place: the instance outlives the command, or the command is the launcher
+        that submits into it. One-shot commands (submit, batch) start a new run at a new size."""
+        return self.persistent or self.mode == "launcher"
 
     @property
     def all_submit_flags(self) -> list[str]:
@@ -453,6 +468,14 @@ class MiniClusterSpec(ContainerSettings):
     @property
     def bind_uri(self) -> str:
         return f"tcp://{self.network_interface}:%p"
+
+
+def quorum(size: int, min_size: int | None, largest_size: int) -> int | None:
+    """broker.quorum at a given size, when it must differ from Flux's default of every rank in the
+    hostlist: minSize if set, else every broker of the current size."""
+    if min_size is not None:
+        return min_size
+    return size if largest_size > size else None
 
 
 # -- loading stack config -------------------------------------------------------------------------

@@ -1,9 +1,14 @@
 """The MiniCluster component: wires the pure builders' objects into Pulumi resources.
 
 Graph: certificate -> Secret ─┐
-       broker ConfigMap ──────┼─> Indexed Job (names passed as Outputs: order and roll-outs follow)
-       entrypoint ConfigMap ──┤   and, beside it, the scheduling guard (stops the Job if its pods
-       headless Service ──────┘   cannot be scheduled within scheduleTimeout)
+       broker ConfigMap ──────┤
+       entrypoint ConfigMap ──┼─> Indexed Job ──> Scale (elastic clusters: waits for the brokers, and
+       scale ConfigMap ───────┤   (names passed   resizes the running Job when `size` changes)
+       headless Service ──────┘   as Outputs)     and, beside the Job, the scheduling guard (stops
+                                                  it if its pods cannot be scheduled in time)
+
+On an elastic cluster, Pulumi ignores the Job's size fields and the scale ConfigMap's data after
+creating them: the Scale resource owns them, so a resize is an update of the Scale, never a new Job.
 """
 
 from __future__ import annotations
@@ -20,10 +25,13 @@ from components.builders.names import INDEX_LABEL, labels
 from components.config.certificate import parse
 from components.config.spec import MiniClusterSpec
 from components.resources.keygen import CurveCertificate, LocalCurveCertificate
+from components.resources.scale import Scale
 from components.resources.scheduling import SchedulingGuard, revision
 
 # Immutable Job fields that the provider would otherwise try to patch in place (and fail).
 JOB_IMMUTABLE_FIELDS = ["spec.completionMode", "spec.successPolicy", "spec.podFailurePolicy"]
+# An elastic Job's size, which pulumi-kubernetes would otherwise replace the Job for: the Scale owns it.
+JOB_SIZE_FIELDS = ["spec.parallelism", "spec.completions"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +55,10 @@ class MiniCluster(pulumi.ComponentResource):
         )
         broker_config = self._content(k8s.core.v1.ConfigMap, f"{name}-broker-config", manifests.broker_config_map(spec))
         entrypoint = self._content(k8s.core.v1.ConfigMap, f"{name}-entrypoint", manifests.entrypoint_config_map(spec))
+        scale_config = self._content(
+            k8s.core.v1.ConfigMap, f"{name}-scale", manifests.scale_config_map(spec),
+            ignore_changes=["data"] if spec.elastic else [],
+        )  # fmt: skip
         service = self._named(k8s.core.v1.Service, f"{name}-service", manifests.headless_service(spec))
         if spec.restful_api.enabled:
             api = self._named(k8s.core.v1.Service, f"{name}-api", manifests.restful_api_service(spec))
@@ -59,15 +71,18 @@ class MiniCluster(pulumi.ComponentResource):
             curve_secret_name=curve_secret.metadata.name,
             broker_config_name=broker_config.metadata.name,
             entrypoint_name=entrypoint.metadata.name,
+            scale_config_name=scale_config.metadata.name,
         )
         # A queue (e.g. Kueue) resumes a suspended Job by setting spec.suspend: Pulumi must not undo that.
-        ignore = ["spec.suspend"] if spec.suspend else []
+        ignore = (["spec.suspend"] if spec.suspend else []) + (JOB_SIZE_FIELDS if spec.elastic else [])
         job = self._named(
             k8s.batch.v1.Job, f"{name}-job", job_manifest,
             replace_on_changes=JOB_IMMUTABLE_FIELDS, ignore_changes=ignore,
         )  # fmt: skip
         if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
             self._scheduling_guard(name, spec, job_manifest, args.kube_context)
+        if spec.elastic:
+            self._scale(name, spec, job, scale_config.metadata.name, args.kube_context)
 
         self.cluster_name = pulumi.Output.from_input(spec.name)
         self.namespace = job.metadata.namespace
@@ -110,6 +125,20 @@ class MiniCluster(pulumi.ComponentResource):
         }  # fmt: skip
         return SchedulingGuard(f"{name}-scheduling", inputs, pulumi.ResourceOptions(parent=self))
 
+    def _scale(
+        self, name: str, spec: MiniClusterSpec, job: Any, scale_config: pulumi.Output[str], kube_context: str | None
+    ) -> Scale:
+        """After the Job (its uid is an input: a replaced Job is resized too). With a suspended Job it
+        waits for the queue to admit it, within jobTimeout."""
+        inputs = {
+            "namespace": spec.namespace, "job": job.metadata.name, "jobUid": job.metadata.uid,
+            "scaleConfig": scale_config, "selector": labels(spec, "broker"), "size": spec.size,
+            "minSize": spec.min_size, "maxSize": spec.largest_size, "shrinkPolicy": spec.shrink_policy,
+            "shrinkTimeout": spec.shrink_timeout, "jobTimeout": spec.job_timeout,
+            "scheduleTimeout": spec.schedule_timeout, "kubeContext": kube_context,
+        }  # fmt: skip
+        return Scale(f"{name}-scale", inputs, pulumi.ResourceOptions(parent=self))
+
     def _curve_certificate(self, name: str, args: MiniClusterArgs) -> _Certificate:
         spec, opts = args.spec, pulumi.ResourceOptions(parent=self)
         if spec.curve_certificate is not None:
@@ -124,13 +153,15 @@ class MiniCluster(pulumi.ComponentResource):
         opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True, **options)
         return kind(resource_name, **_fields(manifest), opts=opts)
 
-    def _content(self, kind: Any, resource_name: str, manifest: manifests.Manifest) -> Any:
+    def _content(self, kind: Any, resource_name: str, manifest: manifests.Manifest, **options: Any) -> Any:
         """Secrets and ConfigMaps are auto-named (<resource name>-<suffix>): a content change replaces
         the object under a new name, the new name flows into the Job's pod template, and so the Job is
         replaced too, instead of running brokers with a stale config or keypair."""
         metadata = {key: value for key, value in manifest["metadata"].items() if key != "name"}
         return kind(
-            resource_name, **_fields({**manifest, "metadata": metadata}), opts=pulumi.ResourceOptions(parent=self)
+            resource_name,
+            **_fields({**manifest, "metadata": metadata}),
+            opts=pulumi.ResourceOptions(parent=self, **options),
         )
 
 

@@ -56,13 +56,8 @@ class SchedulingGuardProvider(ResourceProvider):
             )  # fmt: skip
         except scheduling.Unschedulable:
             raise
-        except kube.NoCluster as error:
-            raise RuntimeError(f"the scheduling guard cannot reach the cluster: {error}") from None
         except Exception as error:
-            found = kube.problem(error)
-            raise RuntimeError(
-                f"the scheduling guard could not follow the Job's pods ({found.status or found.kind}: {found.detail})"
-            ) from None
+            raise kube.failure("the scheduling guard could not follow the Job's pods", error) from None
         resource_id = f"{inputs.namespace}/{inputs.job}/{inputs.revision[:12]}"
         return CreateResult(resource_id, {**inputs.to_wire(), "outcome": outcome})
 
@@ -78,10 +73,14 @@ class SchedulingGuardProvider(ResourceProvider):
 
 
 def revision(job_manifest: Any) -> pulumi.Output[str]:
-    """A digest of the Job as declared (names of its ConfigMaps and Secret included, once known)."""
-    return pulumi.Output.from_input(job_manifest).apply(
-        lambda manifest: hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()
-    )
+    """A digest of the Job as declared (names of its ConfigMaps and Secret included, once known), less
+    its size: a resize of an elastic Job is not a new Job (one-shot Jobs get new pod templates)."""
+
+    def digest(manifest: dict[str, Any]) -> str:
+        spec = {key: value for key, value in manifest["spec"].items() if key not in ("parallelism", "completions")}
+        return hashlib.sha256(json.dumps({**manifest, "spec": spec}, sort_keys=True).encode()).hexdigest()
+
+    return pulumi.Output.from_input(job_manifest).apply(digest)
 
 
 class SchedulingGuard(Resource, module="minicluster", name="SchedulingGuard"):
