@@ -338,6 +338,7 @@ ranks_within() {
   for idset in "$@"; do
     idset=${idset#[} idset=${idset%]}
     for part in ${idset//,/ }; do
+      [[ $part =~ ^[0-9]+(-[0-9]+)?$ ]] || continue
       first=${part%-*} last=${part#*-}
       for ((rank = (first > lo ? first : lo); rank <= (last < hi ? last : hi); rank++)); do echo "$rank"; done
     done
@@ -346,28 +347,42 @@ ranks_within() {
 
 # The running jobs (every user's) with a rank in LO..HI, separated by spaces.
 jobs_within() {
-  local lo=$1 hi=$2 id ranks found=()
+  local lo=$1 hi=$2 listing id ranks found=()
+  listing=$("$flux" jobs --user=all --filter=running -n --format='{id.f58} {ranks}') || return 1
   while read -r id ranks; do
     if [[ -n $ranks && -n $(ranks_within "$lo" "$hi" "$ranks") ]]; then found+=("$id"); fi
-  done < <("$flux" jobs --user=all --filter=running -n --format='{id.f58} {ranks}')
+  done <<<"$listing"
   printf '%s' "${found[*]}"
 }
 
 # The drained ranks in LO..HI, separated by commas (an idset).
 drained_within() {
-  local -a drained ranks
-  mapfile -t drained < <("$flux" resource drain -n -o '{ranks}') || return 1
-  mapfile -t ranks < <(ranks_within "$1" "$2" "${drained[@]}")
+  local listing
+  local -a ranks
+  listing=$("$flux" resource drain -n -o '{ranks}') || return 1
+  # shellcheck disable=SC2086 # one idset per word
+  mapfile -t ranks < <(ranks_within "$1" "$2" $listing)
   local IFS=,
   printf '%s' "${ranks[*]}"
 }
 
+# The ranks in LO..HI that are not in the idset KEPT, separated by commas.
+ranks_outside() {
+  local -a outside=()
+  local rank
+  for ((rank = $1; rank <= $2; rank++)); do
+    if [[ -z $(ranks_within "$rank" "$rank" "${3:-}") ]]; then outside+=("$rank"); fi
+  done
+  local IFS=,
+  printf '%s' "${outside[*]}"
+}
+
 # Before Kubernetes removes the pods of ranks TO..FROM-1, no new work may land on them (drain), and
 # the work on them ends: it finishes (POLICY wait) or is cancelled (POLICY cancel), within TIMEOUT
-# seconds. If it does not, the shrink is called off: the ranks drained here are undrained, and the
-# status is 3. A grow undrains the ranks that come back (a shrink left them drained).
+# seconds. If it does not, the shrink is called off: the ranks drained here are undrained (ranks
+# drained before keep their reason), and the status is 3. A grow undrains the ranks that come back.
 resize() {
-  local from=$1 to=$2 policy=$3 timeout=$4 going jobs deadline kept
+  local from=$1 to=$2 policy=$3 timeout=$4 going fresh jobs deadline
   rank=0
   export FLUX_URI="local://$state/run/local"
   if ((to > from)); then
@@ -377,10 +392,13 @@ resize() {
     return 0
   fi
   going=$(idset "$to" "$((from - 1))")
-  kept=$(drained_within "$to" "$((from - 1))") || die "cannot list the drained ranks"
+  fresh=$(drained_within "$to" "$((from - 1))") || die "cannot list the drained ranks"
+  fresh=$(ranks_outside "$to" "$((from - 1))" "$fresh")
   say "shrinking from $from to $to brokers: draining ranks $going, so that no new work starts there"
-  "$flux" resource drain -f "$going" "minicluster: shrinking to $to brokers" || die "cannot drain ranks $going"
-  jobs=$(jobs_within "$to" "$((from - 1))") || die "cannot list the running jobs"
+  if [[ -n $fresh ]]; then
+    "$flux" resource drain "$fresh" "minicluster: shrinking to $to brokers" || die "cannot drain ranks $fresh"
+  fi
+  jobs=$(jobs_within "$to" "$((from - 1))") || call_off "$fresh" "cannot list the running jobs"
   if [[ -z $jobs ]]; then
     say "no job runs on ranks $going"
     return 0
@@ -388,14 +406,16 @@ resize() {
   if [[ $policy == cancel ]]; then
     say "cancelling the jobs running on ranks $going (shrinkPolicy cancel): $jobs"
     # shellcheck disable=SC2086 # one argument per job id
-    "$flux" cancel --message="minicluster: the cluster shrank to $to brokers" $jobs || die "cannot cancel $jobs"
+    "$flux" cancel --message="minicluster: the cluster shrank to $to brokers" $jobs || call_off "$fresh" "cannot cancel $jobs"
   else
     say "waiting up to ${timeout}s for the jobs running on ranks $going to finish (shrinkPolicy wait): $jobs"
   fi
   deadline=$((SECONDS + timeout))
-  while jobs=$(jobs_within "$to" "$((from - 1))") && [[ -n $jobs ]]; do
+  while :; do
+    jobs=$(jobs_within "$to" "$((from - 1))") || call_off "$fresh" "cannot list the running jobs"
+    [[ -n $jobs ]] || break
     if ((SECONDS >= deadline)); then
-      call_off_shrink "$to" "$((from - 1))" "$kept"
+      undrain_quietly "$fresh"
       say "the shrink to $to brokers is called off: after ${timeout}s these jobs still run on ranks $going: $jobs"
       return 3
     fi
@@ -404,15 +424,14 @@ resize() {
   say "the jobs on ranks $going have ended: the shrink goes ahead"
 }
 
-# Undrain the ranks LO..HI that were not drained before the shrink (KEPT, an idset).
-call_off_shrink() {
-  local -a undrain=()
-  local rank
-  for rank in $(seq "$1" "$2"); do
-    if [[ -z $(ranks_within "$rank" "$rank" "${3:-}") ]]; then undrain+=("$rank"); fi
-  done
-  local IFS=,
-  if ((${#undrain[@]})); then "$flux" resource undrain "${undrain[*]}" || say "cannot undrain ranks ${undrain[*]}"; fi
+# A shrink that cannot go on: the ranks it drained (an idset) are undrained, and it stops with MESSAGE.
+call_off() {
+  undrain_quietly "$1"
+  die "$2"
+}
+
+undrain_quietly() {
+  if [[ -n $1 ]]; then "$flux" resource undrain "$1" || say "cannot undrain ranks $1"; fi
 }
 
 # Inside the instance (rank 0's initial program) for the modes that need more than one command.
