@@ -123,7 +123,10 @@ class MiniCluster(pulumi.ComponentResource):
             "scheduleTimeout": spec.schedule_timeout, "jobUrn": job_urn, "revision": revision(job_manifest),
             "kubeContext": kube_context,
         }  # fmt: skip
-        return SchedulingGuard(f"{name}-scheduling", inputs, pulumi.ResourceOptions(parent=self))
+        # It watches a new Job's first pods; growing an elastic Job is the Scale's to watch. (A replaced
+        # Job starts at the size Pulumi keeps for it, the one kept here too.)
+        ignore = ["size"] if spec.elastic else []
+        return SchedulingGuard(f"{name}-scheduling", inputs, pulumi.ResourceOptions(parent=self, ignore_changes=ignore))
 
     def _scale(
         self, name: str, spec: MiniClusterSpec, job: Any, scale_config: pulumi.Output[str], kube_context: str | None
@@ -137,7 +140,7 @@ class MiniCluster(pulumi.ComponentResource):
             "shrinkTimeout": spec.shrink_timeout, "jobTimeout": spec.job_timeout,
             "scheduleTimeout": spec.schedule_timeout, "kubeContext": kube_context,
         }  # fmt: skip
-        return Scale(f"{name}-scale", inputs, pulumi.ResourceOptions(parent=self))
+        return Scale(f"{name}-size", inputs, pulumi.ResourceOptions(parent=self))
 
     def _curve_certificate(self, name: str, args: MiniClusterArgs) -> _Certificate:
         spec, opts = args.spec, pulumi.ResourceOptions(parent=self)
