@@ -76,6 +76,11 @@ class Cluster:
     quotas: list[Json] = field(default_factory=list)
     limit_ranges: list[Json] = field(default_factory=list)
     jobs: dict[tuple[str, str], Json] = field(default_factory=dict)
+    config_maps: dict[tuple[str, str], Json] = field(default_factory=dict)
+    job_controller: Callable[[Json], None] | None = None
+    """Called (under `lock`) with a Job just patched: to make or remove its pods, as the Job controller does."""
+    field_managers: list[tuple[str, str | None]] = field(default_factory=list)
+    """(path, fieldManager) of each PATCH."""
     logs: dict[tuple[str, str], str] = field(default_factory=dict)
     previous_logs: dict[tuple[str, str], str] = field(default_factory=dict)
     events: list[Json] = field(default_factory=list)
@@ -96,12 +101,13 @@ class Cluster:
     def reset(self) -> Cluster:
         """As new: one namespace and nothing in it (for a server shared by a module's tests)."""
         with self.lock:
-            for store in (self.pods, self.jobs, self.logs, self.previous_logs):
+            for store in (self.pods, self.jobs, self.config_maps, self.logs, self.previous_logs):
                 store.clear()
-            for items in (self.events, self.faults, self.requests, self.nodes, self.quotas, self.limit_ranges):
+            for items in (self.events, self.faults, self.requests, self.nodes, self.quotas, self.limit_ranges,
+                          self.field_managers):  # fmt: skip
                 items.clear()
             self.namespaces = {"default"}
-            self.kubelet = self.exec_handler = self.on_request = None
+            self.kubelet = self.exec_handler = self.on_request = self.job_controller = None
         return self
 
     def fail(self, method: str, path: str, status: int | None = None, message: str = "", **kwargs: Any) -> None:
@@ -206,6 +212,11 @@ def finished(exit_code: int, container: str = "keygen", reason: str | None = Non
     return status
 
 
+def ready(container: str = "keygen") -> Json:
+    """Running, and Ready (as a pod with no readiness probe is once its containers run)."""
+    return {**running(container), "conditions": [{"type": "Ready", "status": "True"}]}
+
+
 def unschedulable(message: str) -> Json:
     return {"phase": "Pending", "conditions": [
         {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message}]}  # fmt: skip
@@ -243,6 +254,8 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$", "list_events"),
     ("GET", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "get_job"),
     ("PATCH", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "patch_job"),
+    ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)$", "get_config_map"),
+    ("PATCH", r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)$", "patch_config_map"),
 ]
 
 
@@ -497,13 +510,54 @@ class _Handler(BaseHTTPRequestHandler):
     def patch_job(self, ns: str, name: str, body: Json) -> None:
         """A merge patch; a number with a fraction part is refused for the Job's integer fields."""
         job = self._found(self.cluster.jobs, ns, name, "jobs.batch")
-        if job is None:
+        if job is None or not self._patchable(body):
             return
         if _has_float(body):
             self._status(400, f"json: cannot unmarshal number into Go struct field of type int64 ({body})")
             return
-        _merge(job, body)
+        spec = body.get("spec") or {}
+        if ("parallelism" in spec or "completions" in spec) and spec.get("parallelism") != spec.get("completions"):
+            self._status(422, f'Job.batch "{name}" is invalid: spec.completions: Invalid value: '
+                              "when changing, parallelism and completions must change together")  # fmt: skip
+            return
+        with self.cluster.lock:
+            _merge(job, body)
+            if self.cluster.job_controller is not None:
+                self.cluster.job_controller(job)
         self._json(200, job)
+
+    def get_config_map(self, ns: str, name: str, body: Any) -> None:
+        if (found := self._found(self.cluster.config_maps, ns, name, "configmaps")) is not None:
+            self._json(200, found)
+
+    def patch_config_map(self, ns: str, name: str, body: Json) -> None:
+        found = self._found(self.cluster.config_maps, ns, name, "configmaps")
+        if found is None or not self._patchable(body):
+            return
+        if any(not isinstance(value, str | None) for value in (body.get("data") or {}).values()):
+            self._status(
+                400, f"json: cannot unmarshal number into Go struct field ConfigMap.data of type string ({body})"
+            )
+            return
+        with self.cluster.lock:
+            _merge(found, body)
+        self._json(200, found)
+
+    def _patchable(self, body: Any) -> bool:
+        """As the API server: a JSON patch is a list of operations, a merge patch an object."""
+        self.cluster.field_managers.append((urlparse(self.path).path, self.query.get("fieldManager")))
+        content_type = self.headers.get("Content-Type", "")
+        wants_list = content_type == "application/json-patch+json"
+        if content_type not in ("application/json-patch+json", "application/merge-patch+json",
+                                "application/strategic-merge-patch+json"):  # fmt: skip
+            accepted = "application/json-patch+json, application/merge-patch+json"
+            self._status(415, f"the body of the request was in an unknown format - accepted media types include: "
+                              f"{accepted} ({content_type!r})")  # fmt: skip
+            return False
+        if wants_list != isinstance(body, list):
+            self._status(400, f"json: cannot unmarshal {type(body).__name__} into Go value of type jsonpatch.Patch")
+            return False
+        return True
 
     def pod_exec(self, ns: str, name: str, body: Any) -> None:
         pod = self._streamable(ns, name)
@@ -543,8 +597,11 @@ def _has_float(value: Any) -> bool:
 
 
 def _merge(target: Json, patch: Json) -> None:
+    """RFC 7386: null removes a key."""
     for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(target.get(key), dict):
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
             _merge(target[key], value)
         else:
             target[key] = value

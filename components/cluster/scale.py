@@ -58,7 +58,7 @@ class Scale:
 class Waiting:
     """How the waits pass time (tests pass a faster clock)."""
 
-    poll: float = 2.0
+    poll: float = 1.0
     clock: Callable[[], float] = time.monotonic
     sleep: Callable[[float], None] = time.sleep
 

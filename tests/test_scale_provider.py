@@ -1,0 +1,218 @@
+"""The Scale resource (issue 11), driven over gRPC as the engine drives it, with the real client in the
+plugin process against the API stand-in; the stand-in's exec runs the real entrypoint (--resize) with a
+stand-in `flux` that keeps an instance's drained ranks and jobs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.builders.names import labels
+from components.config import paths
+from components.resources import scale
+from tests.kube_api import Cluster, StandIn, ready, unschedulable
+from tests.pods import Pods
+from tests.provider_plugin import DIFF_SOME, ProviderPlugin, grpc_error
+from tests.test_operate import BROKER, DEV, broker_pod, job
+from tests.test_resize_entrypoint import Instance
+
+SCALE = "pulumi-python:dynamic/minicluster:Scale"
+FULL = "0/3 nodes are available: 3 Insufficient cpu."
+ENTRYPOINT = f"{paths.RUN_CONFIG_DIR}/entrypoint.sh"
+
+
+@pytest.fixture(scope="module")
+def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
+    process = ProviderPlugin(scale.ScaleProvider(), SCALE, {"KUBECONFIG": str(api_server.cluster.kubeconfig)})
+    yield process
+    process.close()
+
+
+class Running:
+    """A MiniCluster of `size` ready brokers in the stand-in; its Job controller makes pods as told."""
+
+    def __init__(self, api: Cluster, tmp: Path, size: int, new_pods: Any = ready, instance: Instance | None = None):
+        self.api, self.tmp = api, tmp
+        self.execs: list[list[str]] = []
+        self.instance = instance or Instance(tmp)
+        self.pods = Pods(tmp, command=None, size=size, maxSize=8)
+        (tmp / "state-0").mkdir()
+        self.log = tmp / "rank0.log"
+        self.log.write_text("")  # the container log: rank 0 writes to its first process's stderr
+        api.add_job({**job(), "spec": {**job()["spec"], "completions": size, "parallelism": size}})
+        api.config_maps[("default", "dev-scale-x1")] = {
+            "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dev-scale-x1", "namespace": "default"},
+            "data": {"size": str(size), "quorum": str(size)},
+        }  # fmt: skip
+        for rank in range(size):
+            api.add_pod(broker_pod(rank, ready(BROKER)))
+
+        def controller(patched: dict[str, Any]) -> None:
+            wanted = patched["spec"]["completions"]
+            for key, pod in list(api.pods.items()):
+                if int(pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]) >= wanted:
+                    del api.pods[key]
+            have = {int(p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]) for p in api.pods.values()}
+            for rank in set(range(wanted)) - have:
+                status = new_pods(BROKER) if new_pods is ready else new_pods
+                api._store_pod(broker_pod(rank, status, node="node-1" if new_pods is ready else None), "ADDED")
+
+        api.job_controller = controller
+        api.exec_handler = self.run_entrypoint
+
+    def run_entrypoint(self, pod: dict[str, Any], command: list[str]) -> tuple[str, str, int | None]:
+        self.execs.append(command)
+        assert command[:3] == ["/bin/bash", ENTRYPOINT, "--resize"]
+        assert pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "0"
+        run = self.pods.run(0, *command[2:], STANDIN_INSTANCE=str(self.instance.path), MC_LOG_SINK=str(self.log))
+        return "", run.stderr, run.status
+
+    @property
+    def job_size(self) -> tuple[int, int]:
+        spec = self.api.jobs[("default", "dev")]["spec"]
+        return spec["completions"], spec["parallelism"]
+
+    @property
+    def config_data(self) -> dict[str, str]:
+        return self.api.config_maps[("default", "dev-scale-x1")]["data"]  # type: ignore[no-any-return]
+
+    def patches(self) -> list[str]:
+        return [path.rsplit("/", 2)[-2] for path, _ in self.api.field_managers]
+
+
+def inputs(plugin: ProviderPlugin, **overrides: Any) -> dict[str, Any]:
+    given = {
+        "namespace": "default", "job": "dev", "jobUid": "uid-1", "scaleConfig": "dev-scale-x1",
+        "selector": labels(DEV, "broker"), "size": 4, "maxSize": 8, "shrinkPolicy": "wait", "shrinkTimeout": 600,
+        "jobTimeout": 60, "scheduleTimeout": 1,
+    }  # fmt: skip
+    return plugin.with_provider({**given, **overrides})
+
+
+@pytest.fixture
+def api(api_server: StandIn) -> Cluster:
+    return api_server.cluster.reset()
+
+
+def test_create_waits_for_the_brokers_and_changes_nothing(plugin: ProviderPlugin, api: Cluster, tmp_path: Path) -> None:
+    cluster = Running(api, tmp_path, 4)
+    resource_id, outs = plugin.create(inputs(plugin))
+    assert resource_id == "default/dev"
+    assert outs["outcome"] == "all 4 brokers are ready"
+    assert cluster.execs == [] and cluster.job_size == (4, 4)
+    assert cluster.patches() == ["configmaps"]  # the scale data, written as it already was
+    assert cluster.config_data == {"size": "4", "quorum": "4"}
+
+
+def test_a_grow_undrains_writes_the_size_then_scales_the_job_and_waits(
+    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+) -> None:
+    drained = {"4": "minicluster: shrinking to 4 brokers", "5": "minicluster: shrinking to 4 brokers"}
+    cluster = Running(api, tmp_path, 4, instance=Instance(tmp_path, drained=drained))
+    outs = plugin.update("default/dev", inputs(plugin), inputs(plugin, size=6))
+    assert outs["outcome"].splitlines() == [
+        "growing from 4 to 6 brokers: undraining ranks 4,5, drained when the cluster shrank",
+        "all 6 brokers are ready",
+    ]
+    assert cluster.execs == [["/bin/bash", ENTRYPOINT, "--resize", "4", "6", "wait", "600"]]
+    assert cluster.instance.drained == {}
+    assert cluster.patches() == ["configmaps", "jobs"]  # the new pods read the new size
+    assert cluster.job_size == (6, 6)
+    assert cluster.config_data == {"size": "6", "quorum": "6"}
+    assert {manager for _, manager in api.field_managers} == {"minicluster-scale"}
+    assert (tmp_path / "rank0.log").read_text().startswith("minicluster[rank 0]: growing from 4 to 6")
+
+
+def test_a_shrink_waits_for_the_work_on_the_ranks_that_go_then_scales_down(
+    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+) -> None:
+    instance = Instance(tmp_path, jobs=[{"id": "fLong", "ranks": "3-5", "polls": 2}])
+    cluster = Running(api, tmp_path, 6, instance=instance)
+    outs = plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=4))
+    assert outs["outcome"].splitlines() == [
+        "shrinking from 6 to 4 brokers: draining ranks 4-5, so that no new work starts there",
+        "waiting up to 600s for the jobs running on ranks 4-5 to finish (shrinkPolicy wait): fLong",
+        "the jobs on ranks 4-5 have ended: the shrink goes ahead",
+        "all 4 brokers are ready",
+    ]
+    assert cluster.job_size == (4, 4)
+    assert cluster.config_data == {"size": "4", "quorum": "4"}
+    assert sorted(pod["metadata"]["name"] for pod in api.pods.values()) == [f"dev-{r}-abcde" for r in range(4)]
+
+
+def test_a_shrink_called_off_changes_nothing_and_says_which_jobs_run(
+    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+) -> None:
+    cluster = Running(api, tmp_path, 6, instance=Instance(tmp_path, jobs=[{"id": "fStuck", "ranks": "5"}]))
+    details = grpc_error(
+        lambda: plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=4, shrinkTimeout=1))
+    )
+    assert "the shrink to 4 brokers is called off: after 1s these jobs still run on ranks 4-5: fStuck" in details
+    assert "Nothing changed: the cluster stays at 6 brokers" in details
+    assert "set minicluster:shrinkPolicy to cancel" in details
+    assert cluster.patches() == [] and cluster.job_size == (6, 6)
+    assert cluster.instance.drained == {}
+
+
+def test_with_policy_cancel_the_shrink_cancels_the_jobs_and_says_so(
+    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+) -> None:
+    cluster = Running(api, tmp_path, 6, instance=Instance(tmp_path, jobs=[{"id": "fGone", "ranks": "4-5"}]))
+    outs = plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=5, shrinkPolicy="cancel"))
+    assert "cancelling the jobs running on ranks 5 (shrinkPolicy cancel): fGone" in outs["outcome"]
+    assert cluster.instance.jobs[0]["cancelled"] == "minicluster: the cluster shrank to 5 brokers"
+    assert cluster.job_size == (5, 5)
+
+
+def test_a_grow_whose_pods_cannot_be_scheduled_is_rolled_back(
+    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+) -> None:
+    cluster = Running(api, tmp_path, 4, new_pods=unschedulable(FULL))
+    details = grpc_error(lambda: plugin.update("default/dev", inputs(plugin), inputs(plugin, size=6)))
+    assert f"the new pods could not be scheduled for 1s (minicluster:scheduleTimeout): Unschedulable: {FULL}" in details
+    assert "The grow was rolled back: the cluster stays at 4 brokers (rank 4-5 not added)" in details
+    assert cluster.job_size == (4, 4)
+    assert cluster.config_data == {"size": "4", "quorum": "4"}
+    assert len(api.pods) == 4
+
+
+def test_without_a_running_rank0_a_shrink_has_nothing_to_drain(
+    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+) -> None:
+    cluster = Running(api, tmp_path, 6)
+    api.pods.pop(("default", "dev-0-abcde"))
+    api.job_controller = None
+    details = grpc_error(
+        lambda: plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=4, jobTimeout=1))
+    )
+    assert cluster.execs == [] and cluster.job_size == (4, 4)
+    assert "after 1s (minicluster:jobTimeout) 3 of 4 brokers are ready; ranks 4, 5 are still going" in details
+
+
+def test_a_finished_job_is_not_resized(plugin: ProviderPlugin, api: Cluster, tmp_path: Path) -> None:
+    cluster = Running(api, tmp_path, 4)
+    api.jobs[("default", "dev")]["status"] = job("Complete")["status"]
+    outs = plugin.update("default/dev", inputs(plugin), inputs(plugin, size=6))
+    assert outs["outcome"] == "the Job has completed: there is no running cluster to resize"
+    assert cluster.job_size == (4, 4)
+
+
+def test_a_size_change_is_an_update_and_a_new_job_name_a_replacement(plugin: ProviderPlugin) -> None:
+    olds = inputs(plugin)
+    resized = plugin.diff("default/dev", olds, inputs(plugin, size=6))
+    assert (resized.changes, list(resized.replaces)) == (DIFF_SOME, [])
+    replaced_job = plugin.diff("default/dev", olds, inputs(plugin, jobUid="uid-2"))
+    assert (replaced_job.changes, list(replaced_job.replaces)) == (DIFF_SOME, [])
+    renamed = plugin.diff("default/dev", olds, inputs(plugin, job="other"))
+    assert list(renamed.replaces) == ["job"]
+
+
+def test_refresh_reads_the_size_the_job_has(plugin: ProviderPlugin, api: Cluster, tmp_path: Path) -> None:
+    Running(api, tmp_path, 5)  # scaled outside Pulumi (kubectl)
+    _, props = plugin.read("default/dev", inputs(plugin))
+    assert props["size"] == 5
+    assert json.dumps(props).count("uid-1") == 1
