@@ -201,14 +201,49 @@ def _why_gone(name: str, pod: Any, events: Sequence[Any]) -> str:
     return f"{said[-1].reason}: {said[-1].message}" if said else "deleted"
 
 
+def live_size(job: Any, spec: MiniClusterSpec) -> int:
+    """The Job's own size: a resize changes it before the pods follow (the stack's size is the goal)."""
+    return int(job.spec.completions or spec.size) if job.spec is not None else spec.size
+
+
+def size_row(job: Any, spec: MiniClusterSpec) -> str:
+    size = live_size(job, spec)
+    line = f"{size} (minSize {spec.min_size or 1}, maxSize {spec.largest_size})"
+    if spec.size != size:
+        line += f"; the stack config says {spec.size}: a resize is under way, or run `pulumi up`"
+    return line
+
+
+def ranks_row(pods: Sequence[Any], size: int) -> str:
+    """Which ranks are in which state, as rank ranges: "Running 0-3; Pending 4-5; leaving 6"."""
+    by_state: dict[str, list[int]] = {}
+    for pod in pods:
+        rank = rank_of(pod)
+        state = "leaving" if rank >= size else pod_state(pod).label
+        by_state.setdefault(state, []).append(rank)
+    return "; ".join(f"{state} {_ranges(sorted(set(ranks)))}" for state, ranks in by_state.items()) or "none yet"
+
+
+def _ranges(ranks: list[int]) -> str:
+    runs: list[list[int]] = []
+    for rank in ranks:
+        if runs and rank == runs[-1][-1] + 1:
+            runs[-1].append(rank)
+        else:
+            runs.append([rank])
+    return ",".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
+
+
 def status_rows(
-    job: Any, pods: Sequence[Any], now: datetime, events: Sequence[Any] | None = None
+    job: Any, pods: Sequence[Any], now: datetime, events: Sequence[Any], spec: MiniClusterSpec
 ) -> list[tuple[str, str]]:
     phases = Counter(pod.status.phase for pod in pods)
-    replaced = replacements(job.metadata.name, pods, events or [])
+    replaced = replacements(job.metadata.name, pods, events)
     return [
         ("job", f"{job.metadata.namespace}/{job.metadata.name}"),
         ("state", job_state(job)),
+        ("size", size_row(job, spec)),
+        ("ranks", ranks_row(pods, live_size(job, spec))),
         ("pods", ", ".join(f"{count} {phase}" for phase, count in sorted(phases.items())) or "none yet"),
         *(("waiting", reason) for reason in waiting_reasons(pods)),
         *(
@@ -238,6 +273,9 @@ class Progress:
 
 
 def progress(job: Any, pods: Sequence[Any], spec: MiniClusterSpec) -> Progress:
+    """Against the size the stack asks for: after `pulumi config set minicluster:size`, until the
+    resize has happened, the MiniCluster is on its way to that size."""
+    pods = [pod for pod in pods if rank_of(pod) < spec.size]
     scheduled = sum(1 for pod in pods if pod.spec.node_name)
     running = sum(1 for pod in pods if pod_state(pod).running)
     reasons = waiting_reasons(pods)
@@ -257,6 +295,8 @@ def progress(job: Any, pods: Sequence[Any], spec: MiniClusterSpec) -> Progress:
         return at("scheduling pods")
     if running < spec.size:
         return at("starting brokers")
+    if live_size(job, spec) != spec.size:
+        return at(f"resizing from {live_size(job, spec)} to {spec.size} brokers")
     if spec.persistent:
         return at("every broker is up; the instance stays up", EXIT_OK)
     return at("Flux is up; the command is running")
@@ -376,11 +416,9 @@ class Cluster:
 
     def pod_of_rank(self, rank: int) -> Any:
         spec = self.spec
-        if not 0 <= rank < spec.size:
-            raise Failure(
-                EXIT_NOT_FOUND, f"MiniCluster {spec.name!r} has no rank {rank} (it has {spec.size}: 0-{spec.size - 1})"
-            )
-        self.job()
+        size = live_size(self.job(), spec)
+        if not 0 <= rank < size:
+            raise Failure(EXIT_NOT_FOUND, f"MiniCluster {spec.name!r} has no rank {rank} (it has {size}: 0-{size - 1})")
         for pod in self.pods():
             if rank_of(pod) == rank:
                 return pod
@@ -432,7 +470,7 @@ def cmd_list(cluster: Cluster, console: Console) -> int:
 def cmd_status(cluster: Cluster, console: Console) -> int:
     job = cluster.job()
     table = Table("", "", show_header=False, box=None, title=f"MiniCluster {cluster.spec.name}")
-    for key, value in status_rows(job, cluster.pods(), datetime.now(UTC), cluster.events()):
+    for key, value in status_rows(job, cluster.pods(), datetime.now(UTC), cluster.events(), cluster.spec):
         table.add_row(key, value)
     console.print(table)
     return EXIT_OK
@@ -458,10 +496,10 @@ def cmd_logs(cluster: Cluster, rank: int, follow: bool) -> int:
 
 def cmd_logs_all(cluster: Cluster, follow: bool) -> int:
     """Every rank's log, each line prefixed with its rank; following, lines come as the brokers write them."""
-    cluster.job()
+    size = live_size(cluster.job(), cluster.spec)
     by_rank = {rank_of(pod): pod for pod in cluster.pods()}
     readable = []
-    for rank in range(cluster.spec.size):
+    for rank in range(size):
         pod = by_rank.get(rank)
         state = pod_state(pod) if pod is not None else None
         if state is None:

@@ -352,3 +352,45 @@ def test_exec_whose_connection_ends_before_the_exit_status_says_so(kube_api: Clu
     assert captured.out == "partial output\n"
     assert "the connection ended before the command's exit status came" in captured.err
     assert "Traceback" not in captured.err
+
+
+# -- following a resize (issue 11) ----------------------------------------------------------------
+
+
+def test_status_shows_the_jobs_size_its_bounds_and_each_ranks_state_during_a_resize(
+    kube_api: Cluster, capsys: Any
+) -> None:
+    all_running(kube_api)
+    kube_api.jobs[("default", "dev")]["spec"].update(completions=6, parallelism=6)
+    for rank in (4, 5):
+        kube_api.add_pod(broker_pod(rank, unschedulable("0/3 nodes are available"), node=None))
+    assert cli.main(["status", "--stack", "dev"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert (
+        f"size 6 (minSize 1, maxSize {DEV.largest_size}); the stack config says 4: a resize is under way, "
+        "or run `pulumi up`" in said
+    )
+    assert "ranks Running 0-3; Pending 4-5" in said
+
+
+def test_status_marks_the_pods_of_ranks_a_shrink_removes_as_leaving(kube_api: Cluster, capsys: Any) -> None:
+    all_running(kube_api)
+    kube_api.jobs[("default", "dev")]["spec"].update(completions=3, parallelism=3)
+    assert cli.main(["status", "--stack", "dev"]) == 0
+    assert "ranks Running 0-2; leaving 3" in " ".join(capsys.readouterr().out.split())
+
+
+def test_wait_waits_for_the_size_the_stack_asks_for(kube_api: Cluster, capsys: Any) -> None:
+    all_running(kube_api)
+    grown = DEV.model_copy(update={"size": 6, "max_size": 8, "command": None})
+
+    def resize_soon(number: int) -> None:
+        if number == 6:
+            kube_api.jobs[("default", "dev")]["spec"].update(completions=6, parallelism=6)
+            for rank in (4, 5):
+                kube_api.add_pod(broker_pod(rank, running(BROKER)))
+
+    kube_api.on_request = resize_soon
+    assert cli.cmd_wait(cli.Cluster(_client(), grown), cli.Console(width=200), 30, poll=0.05) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "every broker is up; the instance stays up (scheduled 6/6, running 6/6)" in out
