@@ -216,3 +216,19 @@ def test_refresh_reads_the_size_the_job_has(plugin: ProviderPlugin, api: Cluster
     _, props = plugin.read("default/dev", inputs(plugin))
     assert props["size"] == 5
     assert json.dumps(props).count("uid-1") == 1
+
+
+def test_a_size_the_api_server_refuses_leaves_the_cluster_as_it_was(
+    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+) -> None:
+    """An API server without elastic Indexed Jobs (before 1.27) refuses to change completions."""
+    cluster = Running(api, tmp_path, 6)
+    immutable = 'Job.batch "dev" is invalid: spec.completions: Invalid value: 4: field is immutable'
+    api.fail("PATCH", "/jobs/dev$", 422, immutable)
+    details = grpc_error(lambda: plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=4)))
+    assert f"the new size could not be set (422: {immutable}); resizing a Job in place needs Kubernetes 1.27" in details
+    assert "The cluster stays at 6 brokers" in details
+    assert cluster.job_size == (6, 6)
+    assert cluster.config_data == {"size": "6", "quorum": "6"}
+    assert cluster.instance.drained == {}  # drained for the shrink, then undrained
+    assert [command[3:5] for command in cluster.execs] == [["6", "4"], ["4", "6"]]

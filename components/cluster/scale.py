@@ -17,6 +17,8 @@ pulumi-kubernetes (see builders.manifests.job_await_annotations), so this waits 
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,6 +33,8 @@ FIELD_MANAGER = "minicluster-scale"
 """Owns the Job's parallelism and completions (Pulumi ignores them on an elastic Job) and the scale data."""
 CALLED_OFF = 3
 """entrypoint.sh --resize: work still runs on the ranks that would go, and the shrink is called off."""
+
+NO_RANK0 = "rank 0 is not running, so no work runs on the instance: nothing to drain or undrain"
 
 
 class ResizeFailed(RuntimeError):
@@ -85,10 +89,21 @@ def resize(api_client: Any, want: Scale, waiting: Waiting | None = None) -> list
         _write_scale(core, want, want.size)
         return [f"the Job has {finished}: there is no running cluster to resize"]
     current = _size(job)
-    said = _prepare(core, want, current) if want.size != current else []
-    _write_scale(core, want, want.size)
-    if want.size != current:
+    if want.size == current:
+        _write_scale(core, want, want.size)
+        return [_await(core, batch, want, current, waiting)]
+    said = _prepare(core, want, current)
+    try:
+        _write_scale(core, want, want.size)
         _patch_job(batch, want, want.size)
+    except Exception as error:
+        _undo(core, want, current, said)
+        found = kube.problem(error)
+        hint = "; resizing a Job in place needs Kubernetes 1.27 or newer" if found.kind == "rejected" else ""
+        raise ResizeFailed(
+            f"the new size could not be set ({found.status or found.kind}: {found.detail}){hint}. The cluster "
+            f"stays at {current} brokers"
+        ) from None
     try:
         said.append(_await(core, batch, want, current, waiting))
     except ResizeFailed as failure:
@@ -107,11 +122,20 @@ def _ranks(first: int, last: int) -> str:
     return str(first) if first == last else f"{first}-{last}"
 
 
+def _undo(core: Any, want: Scale, current: int, prepared: list[str]) -> None:
+    """Best effort, after a refused resize: the old size back in the ConfigMap, and the ranks a shrink
+    drained undrained (rank 0 grows back to the current size)."""
+    with contextlib.suppress(Exception):
+        _write_scale(core, want, current)
+        if want.size < current and prepared != [NO_RANK0]:
+            _prepare(core, dataclasses.replace(want, size=current), want.size)
+
+
 def _prepare(core: Any, want: Scale, current: int) -> list[str]:
     """Rank 0 drains (shrink) or undrains (grow) the ranks concerned; its lines say what it did."""
     rank0 = _running_rank0(core, want)
     if rank0 is None:
-        return ["rank 0 is not running, so no work runs on the instance: nothing to drain or undrain"]
+        return [NO_RANK0]
     command = [
         "/bin/bash", f"{paths.RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}", "--resize",
         str(current), str(want.size), want.shrink_policy, str(want.shrink_timeout),
