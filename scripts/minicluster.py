@@ -35,7 +35,6 @@ from rich.table import Table
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from components.builders.manifests import BROKER_CONTAINER, LOCAL_URI, labels
-from components.builders.names import INDEX_LABEL
 from components.cluster import kube
 from components.config import stack_file
 from components.config.spec import ConfigError, MiniClusterSpec
@@ -121,11 +120,6 @@ def _init_waiting(pod: Any) -> str:
     return ""
 
 
-def rank_of(pod: Any) -> int:
-    value = (pod.metadata.labels or {}).get(INDEX_LABEL) or (pod.metadata.annotations or {}).get(INDEX_LABEL)
-    return int(value) if value is not None else -1
-
-
 def age(timestamp: datetime | None, now: datetime) -> str:
     if timestamp is None:
         return "-"
@@ -142,7 +136,7 @@ def restarts(pod: Any) -> int:
 
 def pod_rows(pods: Sequence[Any], now: datetime) -> list[tuple[str, ...]]:
     return [
-        (str(rank_of(pod)), pod.metadata.name, str(pod_state(pod)), pod.spec.node_name or "-", str(restarts(pod)),
+        (str(kube.pod_rank(pod)), pod.metadata.name, str(pod_state(pod)), pod.spec.node_name or "-", str(restarts(pod)),
          age(pod.metadata.creation_timestamp, now))
         for pod in pods
     ]  # fmt: skip
@@ -158,7 +152,7 @@ def job_state(job: Any) -> str:
 
 def waiting_reasons(pods: Sequence[Any]) -> list[str]:
     """Why pods that should run do not, one line per rank."""
-    return [f"rank {rank_of(pod)}: {pod_state(pod)}" for pod in pods if not _settled(pod_state(pod))]
+    return [f"rank {kube.pod_rank(pod)}: {pod_state(pod)}" for pod in pods if not _settled(pod_state(pod))]
 
 
 def _settled(state: PodState) -> bool:
@@ -218,7 +212,7 @@ def ranks_row(pods: Sequence[Any], size: int) -> str:
     """Which ranks are in which state, as rank ranges: "Running 0-3; Pending 4-5; leaving 6"."""
     by_state: dict[str, list[int]] = {}
     for pod in pods:
-        rank = rank_of(pod)
+        rank = kube.pod_rank(pod)
         state = "leaving" if rank >= size else pod_state(pod).label
         by_state.setdefault(state, []).append(rank)
     return "; ".join(f"{state} {_ranges(sorted(set(ranks)))}" for state, ranks in by_state.items()) or "none yet"
@@ -275,7 +269,7 @@ class Progress:
 def progress(job: Any, pods: Sequence[Any], spec: MiniClusterSpec) -> Progress:
     """Against the size the stack asks for: after `pulumi config set minicluster:size`, until the
     resize has happened, the MiniCluster is on its way to that size."""
-    pods = [pod for pod in pods if rank_of(pod) < spec.size]
+    pods = [pod for pod in pods if kube.pod_rank(pod) < spec.size]
     scheduled = sum(1 for pod in pods if pod.spec.node_name)
     running = sum(1 for pod in pods if pod_state(pod).running)
     reasons = waiting_reasons(pods)
@@ -391,7 +385,7 @@ class Cluster:
     def pods(self) -> list[Any]:
         """This MiniCluster's broker pods only (not its keygen pod, not another MiniCluster's), by rank.
         None at all: the Job is read again, so that a MiniCluster deleted meanwhile is said to be."""
-        selector = ",".join(f"{key}={value}" for key, value in labels(self.spec, "broker").items())
+        selector = kube.label_selector(labels(self.spec, "broker"))
         found = self.call(
             lambda: self.core.list_namespaced_pod(
                 self.spec.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT
@@ -399,7 +393,7 @@ class Cluster:
         ).items
         if not found and self.job_seen:
             self.job()
-        return sorted(found, key=lambda pod: (rank_of(pod), pod.metadata.creation_timestamp or datetime.min))
+        return sorted(found, key=lambda pod: (kube.pod_rank(pod), pod.metadata.creation_timestamp or datetime.min))
 
     def events(self) -> list[Any]:
         """The namespace's events (to say why pods were replaced); none if they may not be read."""
@@ -420,7 +414,7 @@ class Cluster:
         if not 0 <= rank < size:
             raise Failure(EXIT_NOT_FOUND, f"MiniCluster {spec.name!r} has no rank {rank} (it has {size}: 0-{size - 1})")
         for pod in self.pods():
-            if rank_of(pod) == rank:
+            if kube.pod_rank(pod) == rank:
                 return pod
         raise Failure(EXIT_NOT_RUNNING, f"rank {rank} has no pod yet (the Job has not created it); see `status`")
 
@@ -497,7 +491,7 @@ def cmd_logs(cluster: Cluster, rank: int, follow: bool) -> int:
 def cmd_logs_all(cluster: Cluster, follow: bool) -> int:
     """Every rank's log, each line prefixed with its rank; following, lines come as the brokers write them."""
     size = live_size(cluster.job(), cluster.spec)
-    by_rank = {rank_of(pod): pod for pod in cluster.pods()}
+    by_rank = {kube.pod_rank(pod): pod for pod in cluster.pods()}
     readable = []
     for rank in range(size):
         pod = by_rank.get(rank)

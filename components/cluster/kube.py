@@ -166,6 +166,31 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+def label_selector(labels: dict[str, str]) -> str:
+    """A label selector for the API's list calls: every label, as key=value."""
+    return ",".join(f"{key}={value}" for key, value in labels.items())
+
+
+def pod_rank(pod: Any) -> int:
+    """A broker pod's rank: its Indexed Job index (a label, or the annotation of older clusters); -1 if none."""
+    from components.builders.names import INDEX_LABEL
+
+    value = (pod.metadata.labels or {}).get(INDEX_LABEL) or (pod.metadata.annotations or {}).get(INDEX_LABEL)
+    return int(value) if value is not None else -1
+
+
+def job_finished(job: Any) -> str:
+    """ "completed" or "failed (<reason>: <message>)" once the Job is over; "" while it runs."""
+    for condition in (job.status.conditions if job.status else None) or []:
+        if condition.status != "True":
+            continue
+        if condition.type == "Complete":
+            return "completed"
+        if condition.type == "Failed":
+            return f"failed ({': '.join(part for part in (condition.reason, condition.message) if part)})"
+    return ""
+
+
 def not_scheduled(status: Any) -> str:
     """Why the scheduler has not placed a pod ("Unschedulable: 0/3 nodes are available: ..."), from its
     PodScheduled condition; "" once it is placed, or before the scheduler has looked at it."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.builders.files import ENTRYPOINT_SCRIPT, scale_files
-from components.builders.names import BROKER_CONTAINER, INDEX_LABEL
+from components.builders.names import BROKER_CONTAINER
 from components.cluster import kube
 from components.config import paths
 
@@ -85,7 +85,7 @@ def resize(api_client: Any, want: Scale, waiting: Waiting | None = None) -> list
 
     core, batch, waiting = client.CoreV1Api(api_client), client.BatchV1Api(api_client), waiting or Waiting()
     job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
-    if finished := _finished(job):
+    if finished := kube.job_finished(job):
         _write_scale(core, want, want.size)
         return [f"the Job has {finished}: there is no running cluster to resize"]
     current = _size(job)
@@ -158,7 +158,12 @@ def _prepare(core: Any, want: Scale, current: int) -> list[str]:
 
 def _running_rank0(core: Any, want: Scale) -> str | None:
     for pod in _pods(core, want):
-        if _rank(pod) == 0 and pod.status and pod.status.phase == "Running" and not pod.metadata.deletion_timestamp:
+        if (
+            kube.pod_rank(pod) == 0
+            and pod.status
+            and pod.status.phase == "Running"
+            and not pod.metadata.deletion_timestamp
+        ):
             return str(pod.metadata.name)
     return None
 
@@ -183,16 +188,16 @@ def _await(core: Any, batch: Any, want: Scale, current: int, waiting: Waiting) -
     size, deadline, unschedulable_since = want.size, waiting.clock() + want.job_timeout, None
     while True:
         job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
-        if finished := _finished(job):
+        if finished := kube.job_finished(job):
             if finished.startswith("failed"):
                 raise ResizeFailed(f"the Job {finished}")
             return f"the Job has {finished}"
         pods = _pods(core, want)
-        ready = {_rank(pod) for pod in pods if _ready(pod) and _rank(pod) < size}
-        leaving = sorted({_rank(pod) for pod in pods if _rank(pod) >= size})
+        ready = {kube.pod_rank(pod) for pod in pods if _ready(pod) and kube.pod_rank(pod) < size}
+        leaving = sorted({kube.pod_rank(pod) for pod in pods if kube.pod_rank(pod) >= size})
         if len(ready) >= size and not leaving:
             return f"all {size} brokers are ready"
-        new = [pod for pod in pods if current <= _rank(pod) < size]
+        new = [pod for pod in pods if current <= kube.pod_rank(pod) < size]
         reason = next((why for pod in new if (why := kube.unschedulable(pod.status))), "")
         unschedulable_since = (unschedulable_since or waiting.clock()) if reason else None
         if unschedulable_since is not None and waiting.clock() - unschedulable_since >= want.schedule_timeout:
@@ -209,27 +214,11 @@ def _await(core: Any, batch: Any, want: Scale, current: int, waiting: Waiting) -
 
 
 def _pods(core: Any, want: Scale) -> list[Any]:
-    selector = ",".join(f"{key}={value}" for key, value in want.selector.items())
+    selector = kube.label_selector(want.selector)
     listed = core.list_namespaced_pod(want.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT)
-    return [pod for pod in listed.items if INDEX_LABEL in (pod.metadata.labels or {})]
-
-
-def _rank(pod: Any) -> int:
-    return int(pod.metadata.labels[INDEX_LABEL])
+    return [pod for pod in listed.items if kube.pod_rank(pod) >= 0]
 
 
 def _ready(pod: Any) -> bool:
     conditions = (pod.status.conditions if pod.status else None) or []
     return not pod.metadata.deletion_timestamp and any(c.type == "Ready" and c.status == "True" for c in conditions)
-
-
-def _finished(job: Any) -> str:
-    """ "completed" or "failed (<reason>: <message>)" once the Job is over; "" while it runs."""
-    for condition in (job.status.conditions if job.status else None) or []:
-        if condition.status != "True":
-            continue
-        if condition.type == "Complete":
-            return "completed"
-        if condition.type == "Failed":
-            return f"failed ({': '.join(part for part in (condition.reason, condition.message) if part)})"
-    return ""

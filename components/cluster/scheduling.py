@@ -43,7 +43,7 @@ def guard(
 
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
     timeout = kube.REQUEST_TIMEOUT
-    labels = ",".join(f"{key}={value}" for key, value in selector.items())
+    labels = kube.label_selector(selector)
     appears_by = clock() + max(schedule_timeout, 60.0)  # the Job is created alongside this guard
     waiting_since: float | None = None
     while True:
@@ -54,7 +54,7 @@ def guard(
                 raise
             sleep(poll)
             continue
-        if _finished(found):
+        if kube.job_finished(found):
             return f"the Job {namespace}/{job} finished"
         pods = core.list_namespaced_pod(namespace, label_selector=labels, _request_timeout=timeout).items
         if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
@@ -72,11 +72,6 @@ def guard(
                 f"(room added to the cluster), run: pulumi up --target-replace '{job_urn}'"
             )
         sleep(poll)
-
-
-def _finished(job: Any) -> bool:
-    conditions = job.status.conditions if job.status else None
-    return any(c.type in ("Complete", "Failed") and c.status == "True" for c in conditions or [])
 
 
 def _not_created(core: Any, namespace: str, job: str) -> str:
