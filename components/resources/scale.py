@@ -76,11 +76,7 @@ class ScaleProvider(ResourceProvider):
 def _resize(inputs: ScaleInputs) -> str:
     from components.cluster import kube, scale
 
-    want = scale.Scale(
-        namespace=inputs.namespace, job=inputs.job, scale_config=inputs.scale_config, selector=inputs.selector,
-        size=inputs.size, min_size=inputs.min_size, max_size=inputs.max_size, shrink_policy=inputs.shrink_policy,
-        shrink_timeout=inputs.shrink_timeout, job_timeout=inputs.job_timeout, schedule_timeout=inputs.schedule_timeout,
-    )  # fmt: skip
+    want = scale.Scale(**inputs.model_dump(exclude={"job_uid", "kube_context"}))  # the same fields, by name
     try:
         return "\n".join(scale.resize(kube.api_client(inputs.kube_context), want))
     except scale.ResizeFailed:
