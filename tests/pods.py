@@ -115,6 +115,8 @@ def install_standins(bin_dir: Path) -> Path:
 # -- stopping: SIGTERM as the kubelet sends it ----------------------------------------------------
 
 BLOCK = {"STANDIN_START_BLOCK": "1"}
+SAVED = {**BLOCK, "STANDIN_SAVED_INSTANCE": "1"}
+"""A broker that keeps its instance in its statedir (tests/standins/saved_instance.py)."""
 
 
 def wait_for(condition: Any, what: str, timeout: float = 10) -> None:
@@ -135,10 +137,18 @@ def starts(log: Path) -> int:
     return sum(1 for call in calls_of(log) if call.get("argv", [""])[0] == "start")
 
 
-def stop(started: tuple[subprocess.Popen[str], Path]) -> tuple[Run, float]:
-    """SIGTERM to the entrypoint once its broker runs, as the kubelet sends it; and how long it took to exit."""
+def instance_up(log: Path) -> bool:
+    """A saved-instance broker (SAVED) has its instance up: it answers, and it stops cleanly."""
+    return any(call.get("instance") == "up" for call in calls_of(log))
+
+
+def stop(started: tuple[subprocess.Popen[str], Path], saved: bool = False) -> tuple[Run, float]:
+    """SIGTERM to the entrypoint once its broker runs (with `saved`, a SAVED broker: once its instance is
+    up), as the kubelet sends it; and how long it took to exit."""
     process, log = started
     wait_for(lambda: starts(log) > 0, "the broker to start")
+    if saved:
+        wait_for(lambda: instance_up(log), "the instance to be up")
     sent = time.monotonic()
     process.send_signal(signal.SIGTERM)
     run = Pods.wait(started)
