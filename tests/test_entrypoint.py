@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from components.builders import manifests
-from tests.pods import BLOCK, SCRIPT, Pods, Run, starts, stop, wait_for
+from tests.pods import BLOCK, SAVED, SCRIPT, Pods, Run, starts, stop, wait_for
 
 
 def recorder(path: Path, log: Path, then: str = "") -> None:
@@ -427,20 +427,25 @@ def test_a_broker_told_to_stop_is_not_restarted_by_the_retry_loop(tmp_path: Path
     assert "try 2/" not in run.stderr
 
 
-def test_rank0_told_to_stop_marks_every_worker_to_rejoin_and_cancels_running_jobs(tmp_path: Path) -> None:
+def test_rank0_told_to_stop_marks_every_worker_to_rejoin_stops_scheduling_and_cancels_running_jobs(
+    tmp_path: Path,
+) -> None:
     pods = Pods(tmp_path, command=None)
     workers = [tmp_path / f"state-{rank}" for rank in (1, 2, 3)]
     for directory in workers:
         directory.mkdir()
-    run, took = stop(pods.start(0, **BLOCK, STANDIN_EXEC_ON=" ".join(map(str, workers))))
+    run, took = stop(pods.start(0, **SAVED, STANDIN_EXEC_ON=" ".join(map(str, workers))), saved=True)
     assert took < 2
     uri = f"local://{tmp_path / 'state-0'}/run/local"
-    after_start = run.calls[[call.get("argv", [""])[0] for call in run.calls].index("start") + 1 :]
-    marked, cancelled, told = after_start
+    steps = [call for call in run.calls if "argv" in call or "signal" in call]
+    after_start = steps[[call.get("argv", [""])[0] for call in steps].index("start") + 1 :]
+    marked, status, stopped, cancelled, told = after_start
     assert marked["argv"] == ["exec", "-r", "all", "touch", str(tmp_path / "state-0" / "rejoin")]
+    assert status["argv"] == ["queue", "status"]
+    assert stopped["argv"] == ["queue", "stop", "--quiet", "--message=minicluster: rank 0's pod is stopping"]
     assert cancelled["argv"] == ["cancel", "--user=all", "--states=running",
                                  "--message=minicluster: rank 0's pod is stopping"]  # fmt: skip
-    assert marked["env"]["FLUX_URI"] == cancelled["env"]["FLUX_URI"] == uri
+    assert marked["env"]["FLUX_URI"] == stopped["env"]["FLUX_URI"] == cancelled["env"]["FLUX_URI"] == uri
     assert told["signal"] == "TERM"  # the broker hears of it only after the workers were marked
     assert all((directory / "rejoin").exists() for directory in workers)
     assert "cancelling the running jobs: rank 0's pod is stopping" in run.stderr
@@ -514,11 +519,12 @@ def test_a_saved_state_the_broker_cannot_start_from_is_kept_aside_for_recovery(t
     saved = tmp_path / "volume" / "dev"
     saved.mkdir(parents=True)
     (saved / "content.sqlite").write_text("torn")
-    run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1 0")
+    run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1 1 1 0")
     (kept,) = (tmp_path / "volume").glob("dev.failed-*")
     assert (kept / "content.sqlite").read_text() == "torn"
-    assert f"inspect it with 'flux start --recovery={kept}'" in run.stderr
-    assert (len(run.subcommand("start")), run.status) == (2, 0)
+    assert f"with 'flux start --recovery={kept}'" in run.stderr
+    assert run.sleeps == ["sleep 5", "sleep 5"]  # three tries, five seconds apart
+    assert (len(run.subcommand("start")), run.status) == (4, 0)
     assert not (saved / "content.sqlite").exists()  # the new instance starts empty
 
 

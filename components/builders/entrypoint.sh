@@ -7,6 +7,8 @@
 #
 # Usage: entrypoint.sh                 start this pod's broker
 #        entrypoint.sh --in-instance   (internal) rank 0's initial program: batch, interactive, RESTful API
+#        entrypoint.sh --ready         the readiness probe: exits 0 only while this pod's broker is up
+#                                      in the instance (`flux uptime` says run)
 #        entrypoint.sh --resize FROM TO POLICY TIMEOUT
 #                                      (run by `pulumi up` in rank 0's container) before a resize: drain
 #                                      the ranks that go, or undrain the ranks that come back
@@ -17,7 +19,8 @@
 # Stopping: Kubernetes sends SIGTERM to this script (the container's first process); it is passed to
 # the broker at once, and the pod exits 143 (never 0: a Job does not rerun a succeeded index). When
 # rank 0 is told to stop, it first marks every worker to rejoin its replacement, so that the workers'
-# brokers, which exit 0 when the instance shuts down, do not complete their pods.
+# brokers, which exit 0 when the instance shuts down, do not complete their pods, and stops scheduling,
+# so that no queued job starts on the nodes that cancelling the running jobs frees.
 
 set -o pipefail
 if [[ ${MC_STRICT:-false} == true ]]; then set -euo pipefail; fi
@@ -29,6 +32,9 @@ state=${MC_STATE_DIR:?MC_STATE_DIR must name a writable directory}
 rank=${MC_RANK:-} # set by find_rank, and inherited by rank 0's initial program (--in-instance)
 rejoin_mark=$state/rejoin # written on every rank (flux exec) by a rank 0 that is going away
 broker_pid=""
+resume_pid="" # the background step that starts scheduling again after a hand-over
+state_lock="" # the descriptor of the saved instance's lock (rank 0 with a state volume)
+broker_was_ready=false # the last broker was up in its instance (the readiness probe said so)
 stop_requested=false
 readonly STOPPED=143 # 128 + SIGTERM
 
@@ -74,8 +80,9 @@ use_flux_view() {
   for site in "$view"/view/lib/python3*/site-packages; do
     if [[ -d $site ]]; then export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$site"; fi
   done
-  # The view's files link into /opt/software, which the init container could only copy alongside.
-  if [[ -d $view/software ]]; then
+  # The view's files link into /opt/software, which the init container could only copy alongside
+  # (once, at the pod's start: the probe finds them there).
+  if [[ ${1:-} != --paths-only && -d $view/software ]]; then
     if ! { mkdir -p /opt/software && cp -R "$view/software/." /opt/software/; }; then
       log "could not restore /opt/software from the flux view (not root?); view programs may fail"
     fi
@@ -155,18 +162,39 @@ statedir() {
   fi
 }
 
-# The broker runs in the background so that this shell can take SIGTERM while it works.
+# The broker runs in the background so that this shell can take SIGTERM while it works. It gets what
+# a foreground command would: bash ignores SIGINT and SIGQUIT in a background command and gives it
+# /dev/null as stdin, and the broker and everything it runs would inherit that.
 run_broker() {
   local status=0
-  "$@" &
+  (
+    trap - INT QUIT
+    exec "$@"
+  ) <&0 &
   broker_pid=$!
+  printf '%s\n' "$broker_pid" >"$state/broker.pid"
   wait "$broker_pid" || status=$?
   while kill -0 "$broker_pid" 2>/dev/null; do # a signal interrupted the wait: the broker is still stopping
     status=0
     wait "$broker_pid" || status=$?
   done
+  broker_was_ready=false
+  if [[ -e $state/ready ]]; then broker_was_ready=true; fi
+  rm -f "$state/broker.pid" "$state/ready"
   broker_pid=""
   return "$status"
+}
+
+# The readiness probe. Until the broker is up it asks Flux; then it remembers which broker said so,
+# and asks only whether that broker still runs (run_broker forgets it when it exits).
+ready() {
+  local pid="" uptime
+  if [[ -r $state/broker.pid ]]; then pid=$(<"$state/broker.pid"); fi
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
+  if [[ -r $state/ready && $(<"$state/ready") == "$pid" ]]; then return 0; fi
+  uptime=$(FLUX_URI="local://$state/run/local" "$flux" uptime 2>/dev/null) || return 1
+  [[ " $uptime " == *" run "* ]] || return 1
+  printf '%s\n' "$pid" >"$state/ready"
 }
 
 on_stop() {
@@ -174,20 +202,72 @@ on_stop() {
   stop_requested=true
   log "told to stop (SIGTERM)${broker_pid:+: stopping the broker}"
   if [[ -n $broker_pid ]] && [[ $rank == 0 ]]; then hand_over_rank0; fi
+  if [[ -n $resume_pid ]]; then kill "$resume_pid" 2>/dev/null || true; fi
   if [[ -n $broker_pid ]]; then kill -TERM "$broker_pid" 2>/dev/null || true; fi
 }
 
 # Rank 0 is going away (eviction, drain, replacement), which is not the end of the instance's work:
-# every worker is marked to rejoin rank 0's replacement, and the jobs running now are cancelled, with
-# a note. Queued jobs stay queued, for a replacement that restarts from the state volume.
+# every worker is marked to rejoin rank 0's replacement, scheduling stops, and the jobs running now
+# are cancelled, with a note. Queued jobs stay queued, for a replacement that restarts from the state
+# volume. (Running jobs cannot be kept: rank 0 runs their job shells, and Flux cannot reattach to them.)
 hand_over_rank0() {
   local -x FLUX_URI="local://$state/run/local"
   if ! bounded "$flux" exec -r all touch "$rejoin_mark" >/dev/null 2>&1; then
     log "could not mark every worker to rejoin (some may be down); those that were not will complete"
   fi
+  stop_scheduling
   log "cancelling the running jobs: rank 0's pod is stopping"
-  bounded "$flux" cancel --user=all --states=running --message="minicluster: rank 0's pod is stopping" ||
+  bounded "$flux" cancel --user=all --states=running --message="$MC_HAND_OVER_NOTE" ||
     log "could not cancel the running jobs"
+}
+
+# Without this, the scheduler starts the next queued job on the nodes the cancel frees, and the
+# broker's own shutdown cancels it. Only started queues are stopped, and they are noted in the statedir
+# for the replacement to start again: a queue a user stopped stays stopped. (A stopped queue is saved
+# with the instance.)
+stop_scheduling() {
+  local listing line queue
+  local -a started=()
+  if ! listing=$(bounded "$flux" queue status 2>/dev/null); then
+    log "could not read the queues' status: scheduling goes on"
+    return
+  fi
+  while IFS= read -r line; do
+    case $line in
+      "Scheduling is started") started+=("") ;;
+      *": Scheduling is started") started+=("${line%: Scheduling is started}") ;;
+    esac
+  done <<<"$listing"
+  if ((${#started[@]} == 0)); then
+    log "scheduling was stopped already (flux queue stop): it stays stopped"
+    return
+  fi
+  printf '%s\n' "${started[@]}" >"$(statedir)/$MC_STOPPED_QUEUES_FILE"
+  log "stopping scheduling, so that no queued job starts on the nodes the cancel frees"
+  for queue in "${started[@]}"; do
+    bounded "$flux" queue stop --quiet --message="$MC_HAND_OVER_NOTE" ${queue:+"$queue"} ||
+      log "could not stop scheduling${queue:+ of queue $queue}"
+  done
+}
+
+# The queues the previous rank 0 stopped when it handed over start again once this broker answers
+# (its job manager has restored the saved queue by then).
+resume_scheduling() {
+  local noted=$1/$MC_STOPPED_QUEUES_FILE queue deadline=$((SECONDS + MC_QUEUE_RESUME_WAIT))
+  local -a queues
+  local -x FLUX_URI="local://$state/run/local"
+  mapfile -t queues <"$noted"
+  for queue in "${queues[@]}"; do
+    until "$flux" queue start --quiet ${queue:+"$queue"} 2>/dev/null; do
+      if ((SECONDS >= deadline)); then
+        log "could not start scheduling again within ${MC_QUEUE_RESUME_WAIT}s: run 'flux queue start'"
+        return 1
+      fi
+      sleep 1
+    done
+  done
+  rm -f "$noted"
+  log "scheduling started again: the previous rank 0 had stopped it when its pod went away"
 }
 
 # A command that may take 5 s at most, where the image has `timeout` (the grace period bounds it anyway).
@@ -226,31 +306,73 @@ start_rank0() {
   run_broker "$flux" start "${options[@]}" "${program[@]}"
 }
 
-# With a state volume, rank 0 restarts the instance it finds there. A saved state that the broker
-# cannot start from (it fails within MC_RESTORE_GRACE seconds, e.g. after rank 0 was killed rather
-# than stopped) is kept aside for `flux start --recovery`, and a new, empty instance starts instead.
+# With a state volume, rank 0 restarts the instance it finds there, and only one broker at a time
+# may: this pod holds the saved instance's lock from before its broker starts until the pod ends. A
+# saved state the broker cannot start from (it fails MC_RESTORE_TRIES times, each within
+# MC_RESTORE_GRACE seconds, while this pod holds the lock) is kept aside for `flux start --recovery`,
+# and a new, empty instance starts instead.
 start_rank0_with_saved_state() {
-  local saved status=0 started=$SECONDS kept
+  local saved status tries=0 started kept
+  if [[ -z ${MC_STATE_VOLUME:-} ]]; then
+    start_rank0
+    return
+  fi
   saved=$(statedir)
+  hold_saved_instance "$saved"
+  if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
   if [[ ! -e $saved/content.sqlite ]]; then
     start_rank0
     return
   fi
   log "restarting the instance saved in $saved: its queue and job history come back"
-  start_rank0 || status=$?
-  if ((status == 0 || SECONDS - started >= ${MC_RESTORE_GRACE:-60})) || [[ $stop_requested == true ]]; then
-    return "$status"
-  fi
+  while :; do
+    if [[ -f $saved/$MC_STOPPED_QUEUES_FILE ]]; then
+      resume_scheduling "$saved" &
+      resume_pid=$!
+    fi
+    status=0 started=$SECONDS tries=$((tries + 1))
+    start_rank0 || status=$?
+    if [[ -n $resume_pid ]]; then kill "$resume_pid" 2>/dev/null || true; fi
+    resume_pid=""
+    if ((status == 0 || SECONDS - started >= MC_RESTORE_GRACE)) || [[ $stop_requested == true ]]; then
+      return "$status"
+    fi
+    ((tries < MC_RESTORE_TRIES)) || break
+    log "the saved instance did not start (status $status, try $tries/$MC_RESTORE_TRIES); again in ${MC_RESTORE_PAUSE}s"
+    pause "$MC_RESTORE_PAUSE"
+    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
+  done
   kept="$saved.failed-$(date +%Y%m%dT%H%M%S)"
   if ! { mv "$saved" "$kept" && mkdir -p "$saved"; }; then die "cannot move the saved state $saved aside"; fi
-  log "the saved instance did not start (status $status); it is kept in $kept (inspect it with" \
-    "'flux start --recovery=$kept'); starting a new, empty instance"
+  log "the saved instance did not start in $tries tries (status $status); it is kept in $kept (inspect it" \
+    "with 'flux start --recovery=$kept'); starting a new, empty instance"
   start_rank0
+}
+
+# The lock is a file beside the statedir (moving a broken state aside keeps it), taken with flock: the
+# kernel releases it when its holders die, and NFSv4 when their lease ends. A replacement whose
+# predecessor is still stopping waits for it, in the background so that SIGTERM ends the wait.
+hold_saved_instance() {
+  local lock=$1.lock waiter
+  command -v flock >/dev/null || die "stateVolume needs the flock command (util-linux) in the image"
+  exec {state_lock}>>"$lock" || die "cannot open $lock"
+  flock -n "$state_lock" && return 0
+  log "waiting up to ${MC_STATE_LOCK_WAIT}s for the broker that still holds $1 (rank 0's previous pod, still" \
+    "stopping) to let go of it"
+  flock -w "$MC_STATE_LOCK_WAIT" "$state_lock" &
+  waiter=$!
+  if ! wait "$waiter"; then
+    kill "$waiter" 2>/dev/null || true
+    [[ $stop_requested == true ]] && return 0
+    die "another broker still holds $1 after ${MC_STATE_LOCK_WAIT}s: not starting a second one on it"
+  fi
+  log "the saved instance is free"
 }
 
 # Workers run a broker with no program. A worker that starts before rank 0 is reachable may exit
 # early: retry with a short, bounded backoff. Exit 0 means the instance shut down, which ends this
-# pod's work, unless rank 0 marked it to rejoin rank 0's replacement.
+# pod's work, unless rank 0 marked it to rejoin rank 0's replacement. A broker that had joined and
+# then fails lost its rank 0 (killed, so it could not mark anyone): it retries with a fresh budget.
 start_worker() {
   local -a options
   local attempt=1 delay=1 status
@@ -268,6 +390,10 @@ start_worker() {
     if ((status == 0)); then
       log "the instance shut down"
       return 0
+    fi
+    if [[ $broker_was_ready == true ]]; then # it had joined: rank 0 went away unannounced (killed)
+      log "broker exited with status $status after it had joined the instance: rejoining rank 0's replacement"
+      attempt=0 delay=1
     fi
     if ((attempt >= MC_WORKER_RETRIES)); then
       log "broker exited with status $status; giving up after $attempt tries"
@@ -467,6 +593,11 @@ in_instance() {
 }
 
 main() {
+  if [[ ${1:-} == --ready ]]; then
+    use_flux_view --paths-only
+    ready
+    return
+  fi
   use_flux_view
   if [[ ${1:-} == --in-instance ]]; then
     if [[ -z ${MC_SIZE:-} ]]; then read_scale; fi # inherited from rank 0's start, normally

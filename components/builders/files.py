@@ -7,7 +7,7 @@ from typing import Any
 
 import tomli_w
 
-from components.config import paths, rules
+from components.config import lifecycle, paths, rules
 from components.config.spec import MiniClusterSpec, quorum
 
 ENTRYPOINT_SCRIPT = "entrypoint.sh"
@@ -98,6 +98,13 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_FLUX_VIEW": spec.flux_view.path if spec.flux_view.enabled else None,
         "MC_BATCH_OUTPUT": spec.batch_output,
         "MC_STATE_VOLUME": paths.STATE_VOLUME if spec.state_volume is not None else None,
+        "MC_HAND_OVER_NOTE": lifecycle.HAND_OVER_NOTE,
+        "MC_STOPPED_QUEUES_FILE": lifecycle.STOPPED_QUEUES_FILE,
+        "MC_QUEUE_RESUME_WAIT": lifecycle.QUEUE_RESUME_WAIT,
+        "MC_STATE_LOCK_WAIT": lifecycle.STATE_LOCK_WAIT,
+        "MC_RESTORE_TRIES": lifecycle.RESTORE_TRIES,
+        "MC_RESTORE_GRACE": lifecycle.RESTORE_GRACE,
+        "MC_RESTORE_PAUSE": lifecycle.RESTORE_PAUSE,
         **_restful_api_settings(spec),
     }
     env: list[dict[str, Any]] = [

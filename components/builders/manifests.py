@@ -146,6 +146,9 @@ def job(
         "completions": spec.size,
         "parallelism": spec.size,
         "backoffLimit": spec.backoff_limit,
+        # A lost pod's replacement starts only once the old pod is gone: two rank 0 brokers must never
+        # run at once (the saved instance's lock guards it too, on clusters that ignore this field).
+        "podReplacementPolicy": "Failed",
         "template": template,
     }
     if spec.pod.restart_policy == "Never":  # a podFailurePolicy requires it

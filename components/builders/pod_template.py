@@ -7,7 +7,7 @@ from typing import Any
 
 from components.builders.files import ENTRYPOINT_SCRIPT, entrypoint_env
 from components.builders.names import BROKER_CONTAINER, labels
-from components.config import paths
+from components.config import lifecycle, paths
 from components.config.settings import ContainerSettings, StateVolume, Volume
 from components.config.spec import MiniClusterSpec
 
@@ -58,12 +58,19 @@ def flux_container(spec: MiniClusterSpec) -> Manifest:
     ports = [{"name": "flux-overlay", "containerPort": spec.port, "protocol": "TCP"}]
     if spec.restful_api.enabled:
         ports.append({"name": "restful-api", "containerPort": spec.restful_api.port, "protocol": "TCP"})
+    entrypoint = f"{paths.RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}"
     return {
         "name": BROKER_CONTAINER,
         "image": spec.image,
-        "command": ["/bin/bash", f"{paths.RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}"],
+        "command": ["/bin/bash", entrypoint],
         **container_settings(spec, extra_env=entrypoint_env(spec), ports=ports),
         "volumeMounts": [*_own_mounts(spec), *_user_mounts(spec, list(spec.volumes))],
+        # Ready means this broker is up in the instance, not only that its process runs.
+        "readinessProbe": {
+            "exec": {"command": ["/bin/bash", entrypoint, "--ready"]},
+            "periodSeconds": lifecycle.READY_PERIOD,
+            "timeoutSeconds": lifecycle.READY_TIMEOUT,
+        },
     }
 
 
