@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """How long from SIGTERM to the entrypoint's exit? The real entrypoint under bash, as a worker and as
-rank 0 of a persistent cluster (which first marks three workers to rejoin and cancels the running
-jobs), with the tests' stand-in `flux`. It measures the entrypoint's own part: a real broker's clean
-stop comes on top of it.
+rank 0 of a persistent cluster (which first marks three workers to rejoin, stops scheduling and
+cancels the running jobs), with the tests' stand-in `flux`. And how long from rank 0's SIGTERM until
+its replacement's instance, restarted from the state volume, takes jobs again (scheduling started
+again). It measures the entrypoint's own part: a real broker's clean stop and start, and Kubernetes
+making the replacement pod, come on top of it.
 
     python scripts/bench_stop.py                 # 10 runs each
     python scripts/bench_stop.py --runs 30
@@ -11,15 +13,17 @@ stop comes on top of it.
 from __future__ import annotations
 
 import argparse
+import signal
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.pods import BLOCK, Pods, stop  # noqa: E402  (the entrypoint tests' own harness)
+from tests.pods import BLOCK, Pods, SavedInstance, instance_up, stop, wait_for  # noqa: E402  (the entrypoint tests' harness)
 
 WORKERS = (1, 2, 3)
 
@@ -40,10 +44,37 @@ def time_to_exit(rank: int) -> float:
         return took
 
 
+def time_to_taking_jobs() -> float:
+    """Seconds from rank 0's SIGTERM (two jobs running, two waiting) until its replacement, started at
+    once beside the stopping pod, has scheduling started again."""
+    with tempfile.TemporaryDirectory() as directory:
+        cluster = SavedInstance(Path(directory))
+        old = cluster.busy()
+        sent = time.monotonic()
+        old[0].send_signal(signal.SIGTERM)
+        replacement = cluster.start_rank0()
+
+        # Up, then started: the replacement's instance loads the queue its predecessor stopped.
+        def taking_jobs() -> bool:
+            return instance_up(replacement[1]) and bool(cluster.state()["queue"]["started"])
+
+        wait_for(taking_jobs, "scheduling to start again", timeout=60)
+        took = time.monotonic() - sent
+        if Pods.wait(old).status != 143:
+            raise RuntimeError("the old rank 0 did not exit 143")
+        stop(replacement, saved=True)
+        return took
+
+
 def table(runs: int) -> str:
-    lines = ["| pod | runs | min (ms) | median (ms) | max (ms) |", "| --- | ---: | ---: | ---: | ---: |"]
-    for label, rank in (("worker", 1), ("rank 0 (marks 3 workers, cancels running jobs)", 0)):
-        times = [time_to_exit(rank) * 1000 for _ in range(runs)]
+    lines = ["| what | runs | min (ms) | median (ms) | max (ms) |", "| --- | ---: | ---: | ---: | ---: |"]
+    measures = (
+        ("worker: SIGTERM to exit", lambda: time_to_exit(1)),
+        ("rank 0: SIGTERM to exit (marks 3 workers, stops scheduling, cancels running jobs)", lambda: time_to_exit(0)),
+        ("rank 0: SIGTERM to its replacement's instance taking jobs again", time_to_taking_jobs),
+    )
+    for label, measure in measures:
+        times = [measure() * 1000 for _ in range(runs)]
         lines.append(f"| {label} | {runs} | {min(times):.0f} | {statistics.median(times):.0f} | {max(times):.0f} |")
     return "\n".join(lines)
 

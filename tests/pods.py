@@ -153,3 +153,51 @@ def stop(started: tuple[subprocess.Popen[str], Path], saved: bool = False) -> tu
     process.send_signal(signal.SIGTERM)
     run = Pods.wait(started)
     return run, time.monotonic() - sent
+
+
+# -- a persistent instance whose rank 0 keeps its state on a volume ------------------------------
+
+
+class SavedInstance:
+    """A persistent MiniCluster of 4 brokers whose rank 0 keeps its state on a volume."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.pods = Pods(tmp, command=None)
+        self.volume = tmp / "volume"
+        self.volume.mkdir()
+        self.saved = self.volume / "dev"  # the statedir: <volume>/<name>
+        self.pods_started = 0
+
+    @property
+    def pod_dir(self) -> Path:
+        """The latest rank 0 pod's own state directory (an emptyDir: each pod has a new one)."""
+        return self.tmp / f"rank0-pod-{self.pods_started}"
+
+    def start_rank0(self, **env: str) -> tuple[subprocess.Popen[str], Path]:
+        self.pods_started += 1
+        return self.pods.start(0, **SAVED, MC_STATE_VOLUME=str(self.volume), MC_STATE_DIR=str(self.pod_dir), **env)
+
+    def flux(self, *args: str) -> str:
+        """A command a user runs in rank 0's container (kubectl exec), through the broker's socket."""
+        env = {**os.environ, "FLUX_URI": f"local://{self.pod_dir}/run/local", "STANDIN_SAVED_INSTANCE": "1",
+               "STANDIN_LOG": str(self.tmp / "user.jsonl"), "MC_STATE_DIR": str(self.tmp / "user")}  # fmt: skip
+        (self.tmp / "user").mkdir(exist_ok=True)
+        done = subprocess.run([str(self.pods.bin / "flux"), *args], env=env, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    def state(self) -> dict[str, Any]:
+        state: dict[str, Any] = json.loads((self.saved / "content.sqlite").read_text())
+        return state
+
+    def jobs(self) -> dict[str, tuple[str, str]]:
+        return {job["id"]: (job["state"], job.get("note", "")) for job in self.state()["jobs"]}
+
+    def busy(self, **env: str) -> tuple[subprocess.Popen[str], Path]:
+        """Rank 0 up, with two jobs running on all four nodes and two waiting."""
+        started = self.start_rank0(**env)
+        wait_for(lambda: instance_up(started[1]), "the instance to be up")
+        for _ in range(4):
+            self.flux("submit", "-N", "2", "sleep", "inf")
+        assert [state for state, _ in self.jobs().values()] == ["RUN", "RUN", "SCHED", "SCHED"]
+        return started

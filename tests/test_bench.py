@@ -33,14 +33,19 @@ def test_the_command_prints_a_ratio_table() -> None:
     assert second.startswith("| 10 |")
 
 
-def test_the_stop_benchmark_prints_each_pods_time_from_sigterm_to_exit() -> None:
+def test_the_stop_benchmark_prints_each_pods_time_from_sigterm_to_exit_and_to_a_replacement_taking_jobs() -> None:
     result = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "bench_stop.py"), "--runs", "2"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
-    header, _rule, worker, rank0 = result.stdout.strip().splitlines()
-    assert header == "| pod | runs | min (ms) | median (ms) | max (ms) |"
-    for row, label in ((worker, "worker"), (rank0, "rank 0 (marks 3 workers, cancels running jobs)")):
+    header, _rule, worker, rank0, replaced = result.stdout.strip().splitlines()
+    assert header == "| what | runs | min (ms) | median (ms) | max (ms) |"
+    rows = (
+        (worker, "worker: SIGTERM to exit"),
+        (rank0, "rank 0: SIGTERM to exit (marks 3 workers, stops scheduling, cancels running jobs)"),
+        (replaced, "rank 0: SIGTERM to its replacement's instance taking jobs again"),
+    )
+    for row, label in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
         assert cells[:2] == [label, "2"]
         assert all(0 < int(ms) < 2000 for ms in cells[2:])  # "within about a second"

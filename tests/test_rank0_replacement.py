@@ -18,58 +18,13 @@ from components.builders import manifests
 from components.config import lifecycle
 from components.config.spec import MiniClusterSpec, load_spec
 from tests.conftest import config
-from tests.pods import SAVED, Pods, instance_up, starts, stop, wait_for
+from tests.pods import Pods, SavedInstance, instance_up, starts, stop, wait_for
 
 NOTE = lifecycle.HAND_OVER_NOTE
 
 
-class Instance:
-    """A persistent MiniCluster of 4 brokers whose rank 0 keeps its state on a volume."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.pods = Pods(tmp, command=None)
-        self.volume = tmp / "volume"
-        self.volume.mkdir()
-        self.saved = self.volume / "dev"  # the statedir: <volume>/<name>
-        self.pods_started = 0
-
-    @property
-    def pod_dir(self) -> Path:
-        """The latest rank 0 pod's own state directory (an emptyDir: each pod has a new one)."""
-        return self.tmp / f"rank0-pod-{self.pods_started}"
-
-    def start_rank0(self, **env: str) -> tuple[subprocess.Popen[str], Path]:
-        self.pods_started += 1
-        return self.pods.start(0, **SAVED, MC_STATE_VOLUME=str(self.volume), MC_STATE_DIR=str(self.pod_dir), **env)
-
-    def flux(self, *args: str) -> str:
-        """A command a user runs in rank 0's container (kubectl exec), through the broker's socket."""
-        env = {**os.environ, "FLUX_URI": f"local://{self.pod_dir}/run/local", "STANDIN_SAVED_INSTANCE": "1",
-               "STANDIN_LOG": str(self.tmp / "user.jsonl"), "MC_STATE_DIR": str(self.tmp / "user")}  # fmt: skip
-        (self.tmp / "user").mkdir(exist_ok=True)
-        done = subprocess.run([str(self.pods.bin / "flux"), *args], env=env, capture_output=True, text=True, check=True)
-        return done.stdout.strip()
-
-    def state(self) -> dict[str, Any]:
-        state: dict[str, Any] = json.loads((self.saved / "content.sqlite").read_text())
-        return state
-
-    def jobs(self) -> dict[str, tuple[str, str]]:
-        return {job["id"]: (job["state"], job.get("note", "")) for job in self.state()["jobs"]}
-
-    def busy(self, **env: str) -> tuple[subprocess.Popen[str], Path]:
-        """Rank 0 up, with two jobs running on all four nodes and two waiting."""
-        started = self.start_rank0(**env)
-        wait_for(lambda: instance_up(started[1]), "the instance to be up")
-        for _ in range(4):
-            self.flux("submit", "-N", "2", "sleep", "inf")
-        assert [state for state, _ in self.jobs().values()] == ["RUN", "RUN", "SCHED", "SCHED"]
-        return started
-
-
 def test_the_hand_over_stops_scheduling_before_it_cancels_so_no_queued_job_starts_and_dies(tmp_path: Path) -> None:
-    cluster = Instance(tmp_path)
+    cluster = SavedInstance(tmp_path)
     run, _ = stop(cluster.busy(), saved=True)
     assert run.status == 143
     assert cluster.jobs() == {"f1": ("INACTIVE", NOTE), "f2": ("INACTIVE", NOTE), "f3": ("SCHED", ""),
@@ -80,7 +35,7 @@ def test_the_hand_over_stops_scheduling_before_it_cancels_so_no_queued_job_start
 
 
 def test_the_replacement_starts_scheduling_again_and_every_waiting_job_runs(tmp_path: Path) -> None:
-    cluster = Instance(tmp_path)
+    cluster = SavedInstance(tmp_path)
     stop(cluster.busy(), saved=True)
     replacement = cluster.start_rank0()
     wait_for(lambda: cluster.state()["queue"]["started"], "scheduling to start again")
@@ -94,7 +49,7 @@ def test_the_replacement_starts_scheduling_again_and_every_waiting_job_runs(tmp_
 
 
 def test_a_queue_a_user_stopped_stays_stopped_across_a_replacement(tmp_path: Path) -> None:
-    cluster = Instance(tmp_path)
+    cluster = SavedInstance(tmp_path)
     started = cluster.busy()
     cluster.flux("queue", "stop", "--quiet", "--message=maintenance")
     run, _ = stop(started, saved=True)
@@ -109,7 +64,7 @@ def test_a_queue_a_user_stopped_stays_stopped_across_a_replacement(tmp_path: Pat
 
 
 def test_a_replacement_waits_for_the_old_broker_that_is_still_stopping_and_discards_nothing(tmp_path: Path) -> None:
-    cluster = Instance(tmp_path)
+    cluster = SavedInstance(tmp_path)
     old = cluster.busy(STANDIN_STOP_SECONDS="1.5")
     old_process, old_log = old
     old_process.send_signal(signal.SIGTERM)
@@ -127,7 +82,7 @@ def test_a_replacement_waits_for_the_old_broker_that_is_still_stopping_and_disca
 
 
 def test_a_replacement_gives_up_when_the_saved_instance_stays_held_and_touches_nothing(tmp_path: Path) -> None:
-    cluster = Instance(tmp_path)
+    cluster = SavedInstance(tmp_path)
     stop(cluster.busy(), saved=True)
     before = (cluster.saved / "content.sqlite").read_text()
     with open(f"{cluster.saved}.lock", "a") as lock:  # a broker this test stands for holds it
@@ -141,7 +96,7 @@ def test_a_replacement_gives_up_when_the_saved_instance_stays_held_and_touches_n
 
 
 def test_one_failed_start_from_the_saved_state_does_not_throw_it_away(tmp_path: Path) -> None:
-    cluster = Instance(tmp_path)
+    cluster = SavedInstance(tmp_path)
     stop(cluster.busy(), saved=True)
     replacement = cluster.start_rank0(STANDIN_FAIL_STARTS="1")
     wait_for(lambda: instance_up(replacement[1]), "the second start")
@@ -155,7 +110,7 @@ def test_one_failed_start_from_the_saved_state_does_not_throw_it_away(tmp_path: 
 def test_a_killed_rank0_comes_back_from_its_last_checkpoint(tmp_path: Path) -> None:
     """No hand-over: the running jobs end with an exception at the restart (Flux cannot reattach to
     them), the waiting ones stay queued and run, and the history stays."""
-    cluster = Instance(tmp_path)
+    cluster = SavedInstance(tmp_path)
     process, _ = cluster.busy()
     broker = int((cluster.pod_dir / "broker.pid").read_text())
     for pid in (process.pid, broker):  # the container dies: every process at once, no trap runs
@@ -195,7 +150,7 @@ def probe(pods: Pods, pod_dir: Path) -> tuple[int, list[list[str]]]:
 
 
 def test_ready_only_once_flux_says_the_broker_runs_then_at_the_cost_of_a_kill_0(tmp_path: Path) -> None:
-    cluster = Instance(tmp_path)
+    cluster = SavedInstance(tmp_path)
     assert probe(cluster.pods, cluster.pod_dir) == (1, [])  # no broker yet
     started = cluster.start_rank0()
     wait_for(lambda: instance_up(started[1]), "the instance")
