@@ -18,6 +18,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,7 +69,7 @@ def time_to_taking_jobs() -> float:
 
 def table(runs: int) -> str:
     lines = ["| what | runs | min (ms) | median (ms) | max (ms) |", "| --- | ---: | ---: | ---: | ---: |"]
-    measures = (
+    measures: tuple[tuple[str, Callable[[], float]], ...] = (
         ("worker: SIGTERM to exit", lambda: time_to_exit(1)),
         ("rank 0: SIGTERM to exit (marks 3 workers, stops scheduling, cancels running jobs)", lambda: time_to_exit(0)),
         ("rank 0: SIGTERM to its replacement's instance taking jobs again", time_to_taking_jobs),
