@@ -4,10 +4,10 @@ import pulumi
 
 from components.cluster import admission
 from components.config.spec import ConfigError, load_spec
-from components.resources.minicluster import MiniCluster, MiniClusterArgs, stack_config
+from components.resources.minicluster import MiniCluster, MiniClusterArgs, stack_config, stack_secret_keys
 
 try:
-    spec = load_spec(stack_config(), pulumi.get_stack())
+    spec = load_spec(stack_config(), pulumi.get_stack(), stack_secret_keys())
 except ConfigError as error:
     # Validated before any resource is declared: a bad config creates nothing.
     raise pulumi.RunError(str(error)) from None

@@ -107,15 +107,20 @@ class RecordingMonitor(mocks.MockMonitor):
         return response
 
 
-def deploy(config: dict[str, Any], stack: str = "dev", preview: bool = False) -> Deployment:
-    """Run __main__.py with `config` (keys without the `minicluster:` prefix get it added)."""
+def deploy(
+    config: dict[str, Any], stack: str = "dev", preview: bool = False, secret_keys: tuple[str, ...] = ()
+) -> Deployment:
+    """Run __main__.py with `config` (keys without the `minicluster:` prefix get it added); the keys
+    in `secret_keys` are marked secret, as set_all_config records them."""
     deployment = Deployment()
     _LAST[0] = deployment
     asyncio.set_event_loop(asyncio.new_event_loop())
     settings.ROOT.set(None)
     fake = MiniClusterMocks(deployment)
     pulumi.runtime.set_mocks(fake, project=PROJECT, stack=stack, preview=preview, monitor=RecordingMonitor(fake))
-    pulumi.runtime.set_all_config({_key(k): _value(v) for k, v in config.items()})
+    pulumi.runtime.set_all_config(
+        {_key(k): _value(v) for k, v in config.items()}, secret_keys=[_key(k) for k in secret_keys]
+    )
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> pulumi.Output[Any]:
@@ -130,10 +135,12 @@ def deploy(config: dict[str, Any], stack: str = "dev", preview: bool = False) ->
     return deployment
 
 
-def deploy_rejected(config: dict[str, Any], stack: str = "dev") -> tuple[str, Deployment]:
+def deploy_rejected(
+    config: dict[str, Any], stack: str = "dev", secret_keys: tuple[str, ...] = ()
+) -> tuple[str, Deployment]:
     """Run a config the program must refuse: returns the error text and what was registered anyway."""
     try:
-        deployment = deploy(config, stack)
+        deployment = deploy(config, stack, secret_keys=secret_keys)
     except pulumi.RunError as error:
         return str(error), _LAST[0]
     raise AssertionError(f"the config was accepted: {deployment.kinds}")

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.builders import manifests
+from components.builders import files, manifests
 from components.config import certificate
 from components.config.spec import MiniClusterSpec, load_spec
 from tests.conftest import config
@@ -44,19 +44,21 @@ class Run:
 class Pods:
     """A MiniCluster's pods as local processes sharing the mounted files."""
 
-    def __init__(self, tmp: Path, **overrides: Any) -> None:
+    def __init__(self, tmp: Path, secret_keys: tuple[str, ...] = (), **overrides: Any) -> None:
         self.tmp = tmp
-        self.spec: MiniClusterSpec = load_spec({f"minicluster:{k}": v for k, v in config(**overrides).items()}, "dev")
+        raw = {f"minicluster:{k}": v for k, v in config(**overrides).items()}
+        self.spec: MiniClusterSpec = load_spec(raw, "dev", [f"minicluster:{key}" for key in secret_keys])
         self.cert = certificate.generate(self.spec.rank0_host)
         run_dir, broker_dir, curve_dir, scale_dir = tmp / "run", tmp / "broker", tmp / "curve", tmp / "scale"
-        for directory, files in (
-            (run_dir, manifests.run_config_files(self.spec)),
+        for directory, contents in (
+            # One directory, as the projected volume makes it: the ConfigMap's files and the secret ones.
+            (run_dir, {**manifests.run_config_files(self.spec), **files.secret_run_files(self.spec)}),
             (scale_dir, manifests.scale_config_map(self.spec)["data"]),
             (broker_dir, {manifests.BROKER_CONFIG_KEY: manifests.broker_toml(self.spec)}),
             (curve_dir, {manifests.CURVE_CERT_KEY: self.cert.text()}),
         ):
             directory.mkdir()
-            for name, text in files.items():
+            for name, text in contents.items():
                 (directory / name).write_text(text)
         (curve_dir / manifests.CURVE_CERT_KEY).chmod(0o444)  # Secret mounts are read-only
         self.env = {item["name"]: item["value"] for item in manifests.entrypoint_env(self.spec) if "value" in item}

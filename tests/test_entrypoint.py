@@ -14,6 +14,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -353,7 +354,7 @@ def test_without_the_view_no_paths_are_added(tmp_path: Path) -> None:
 
 # -- RESTful API ----------------------------------------------------------------------------------
 
-API = {"restfulApi": {"enabled": True, "secretName": "creds", "port": 5001}, "command": None}
+API: dict[str, Any] = {"restfulApi": {"enabled": True, "secretName": "creds", "port": 5001}, "command": None}
 
 
 def test_rank0_runs_the_restful_api_as_the_instances_program(tmp_path: Path) -> None:

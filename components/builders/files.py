@@ -11,6 +11,8 @@ from components.config import lifecycle, paths, rules
 from components.config.spec import MiniClusterSpec, quorum
 
 ENTRYPOINT_SCRIPT = "entrypoint.sh"
+SECRET_ENV_PREFIX = "env."
+"""Keys of the config Secret that hold the Flux container's secret environment values (env.NAME)."""
 BROKER_CONFIG_KEY = "broker.toml"
 CURVE_CERT_KEY = "curve.cert"
 
@@ -53,20 +55,41 @@ def entrypoint_script() -> str:
 
 
 def run_config_files(spec: MiniClusterSpec) -> dict[str, str]:
-    """The entrypoint and the files that configure it (one item per line, no templating)."""
+    """The entrypoint and the files that configure it (one item per line, no templating), but for
+    those that come from secret config keys (secret_run_files)."""
     files = {ENTRYPOINT_SCRIPT: entrypoint_script()}
-    if spec.command is not None:
-        files["command.args"] = _lines(spec.command_args)
-        files["command.lines"] = _lines(spec.command_lines)
     if spec.all_submit_flags:
         files["submit.flags"] = _lines(spec.all_submit_flags)
     if spec.broker_attributes:
         files["broker.attributes"] = _lines([f"{key}={value}" for key, value in spec.broker_attributes.items()])
-    for hook in ("init", "pre", "post"):
+    return {**files, **_files_of(spec, secret=False)}
+
+
+def secret_run_files(spec: MiniClusterSpec) -> dict[str, str]:
+    """The run files that come from secret config keys (command, hooks): they go into the config
+    Secret, which the pod mounts in the same directory as the rest."""
+    return _files_of(spec, secret=True)
+
+
+def _files_of(spec: MiniClusterSpec, secret: bool) -> dict[str, str]:
+    files: dict[str, str] = {}
+    if spec.command is not None and spec.is_secret("command") == secret:
+        files["command.args"] = _lines(spec.command_args)
+        files["command.lines"] = _lines(spec.command_lines)
+    for hook in ("init", "pre", "post") if spec.is_secret("hooks") == secret else ():
         snippet = getattr(spec.hooks, hook)
         if snippet:
             files[f"{hook}.sh"] = snippet if snippet.endswith("\n") else snippet + "\n"
     return files
+
+
+def config_secret_data(spec: MiniClusterSpec) -> dict[str, str]:
+    """What the config Secret holds: the secret run files, and the secret environment values."""
+    env = spec.environment if spec.is_secret("environment") else {}
+    return {
+        **secret_run_files(spec),
+        **{f"{SECRET_ENV_PREFIX}{name}": rules.text(value) for name, value in env.items()},
+    }
 
 
 def _lines(items: list[str]) -> str:

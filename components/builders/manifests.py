@@ -14,6 +14,7 @@ from components.builders.files import (
     BROKER_CONFIG_KEY,
     CURVE_CERT_KEY,
     broker_toml,
+    config_secret_data,
     entrypoint_env,
     run_config_files,
     scale_files,
@@ -22,6 +23,7 @@ from components.builders.names import (
     BROKER_CONTAINER,
     INDEX_LABEL,
     broker_config_name,
+    config_secret_name,
     curve_secret_name,
     entrypoint_name,
     labels,
@@ -32,7 +34,7 @@ from components.config.spec import MiniClusterSpec
 
 __all__ = [  # what callers use from here, wherever it is defined
     "BROKER_CONFIG_KEY", "BROKER_CONTAINER", "CURVE_CERT_KEY", "LOCAL_URI", "STATE_DIR", "all_objects",
-    "broker_config_map", "broker_toml", "curve_secret", "entrypoint_config_map", "entrypoint_env",
+    "broker_config_map", "broker_toml", "config_secret", "curve_secret", "entrypoint_config_map", "entrypoint_env",
     "headless_service", "job", "keygen_pod", "labels", "restful_api_service", "run_config_files",
     "scale_config_map",
 ]  # fmt: skip
@@ -75,6 +77,16 @@ def curve_secret(spec: MiniClusterSpec, certificate: Any) -> Manifest:
         "type": "Opaque",
         "stringData": {CURVE_CERT_KEY: certificate},
     }
+
+
+def config_secret(spec: MiniClusterSpec) -> Manifest | None:
+    """The values of the config keys the stack marks secret (environment, command, hooks), or None.
+    The Pulumi program passes them as secret Outputs; the pod reads them from here only."""
+    data = config_secret_data(spec)
+    if not data:
+        return None
+    metadata = _metadata(spec, config_secret_name(spec), "config-secret")
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": "Opaque", "stringData": data}
 
 
 def broker_config_map(spec: MiniClusterSpec) -> Manifest:
@@ -133,13 +145,14 @@ def job(
     broker_config_name: Any,
     entrypoint_name: Any,
     scale_config_name: Any,
+    config_secret_name: Any = None,
 ) -> Manifest:
     """The Indexed Job of brokers. The names are parameters so the Pulumi program can pass Outputs:
     the Job then follows the Service, Secret and ConfigMaps in the graph and rolls when they change.
     `completions` and `parallelism` (the size) are the only fields a resize changes."""
     template = pod_template.broker_pod(
         spec, service_name=service_name, secret_name=curve_secret_name, broker_config=broker_config_name,
-        entrypoint=entrypoint_name, scale_config=scale_config_name,
+        entrypoint=entrypoint_name, scale_config=scale_config_name, config_secret=config_secret_name,
     )  # fmt: skip
     job_spec: Manifest = {
         "completionMode": "Indexed",
@@ -213,8 +226,10 @@ def keygen_pod(spec: MiniClusterSpec, begin_marker: str, end_marker: str) -> Man
 def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
     """Every object `pulumi up` creates besides the short-lived keygen pod, in creation order, with
     plain names: what `scripts/render.py` prints."""
+    secret_config = config_secret(spec)
     objects = [
         curve_secret(spec, certificate),
+        *([secret_config] if secret_config is not None else []),
         broker_config_map(spec),
         entrypoint_config_map(spec),
         scale_config_map(spec),
@@ -230,6 +245,7 @@ def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
             broker_config_name=broker_config_name(spec),
             entrypoint_name=entrypoint_name(spec),
             scale_config_name=scale_config_name(spec),
+            config_secret_name=config_secret_name(spec) if secret_config is not None else None,
         )
     )
     return objects

@@ -5,8 +5,8 @@ from __future__ import annotations
 from components.config.spec import BROKER_CONTAINER, MiniClusterSpec
 
 __all__ = [
-    "BROKER_CONTAINER", "INDEX_LABEL", "broker_config_name", "curve_secret_name", "entrypoint_name", "labels",
-    "scale_config_name",
+    "BROKER_CONTAINER", "INDEX_LABEL", "broker_config_name", "config_secret_name", "curve_secret_name",
+    "entrypoint_name", "labels", "scale_config_name",
 ]  # fmt: skip
 
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
@@ -15,6 +15,10 @@ INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 
 def curve_secret_name(spec: MiniClusterSpec) -> str:
     return f"{spec.name}-curve"
+
+
+def config_secret_name(spec: MiniClusterSpec) -> str:
+    return f"{spec.name}-config-secret"
 
 
 def broker_config_name(spec: MiniClusterSpec) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.builders.files import ENTRYPOINT_SCRIPT, entrypoint_env
+from components.builders.files import ENTRYPOINT_SCRIPT, SECRET_ENV_PREFIX, entrypoint_env, secret_run_files
 from components.builders.names import BROKER_CONTAINER, labels
 from components.config import lifecycle, paths
 from components.config.settings import ContainerSettings, StateVolume, Volume
@@ -31,15 +31,18 @@ def broker_pod(
     broker_config: Any,
     entrypoint: Any,
     scale_config: Any,
+    config_secret: Any = None,
 ) -> Manifest:
+    """`config_secret`: the name of the Secret with the secret config values (manifests.config_secret),
+    where the stack has any."""
     pod = spec.pod
     template_spec: Manifest = {
         "subdomain": service_name,
         # The broker matches its short hostname against the hostlist: never the FQDN.
         "setHostnameAsFQDN": False,
         "restartPolicy": pod.restart_policy,
-        "containers": [flux_container(spec)],
-        "volumes": _volumes(spec, secret_name, broker_config, entrypoint, scale_config),
+        "containers": [flux_container(spec, config_secret)],
+        "volumes": _volumes(spec, secret_name, broker_config, entrypoint, scale_config, config_secret),
         **_scheduling(spec),
     }
     # The flux view is copied first; sidecars are native sidecars (init containers that keep running):
@@ -54,7 +57,7 @@ def broker_pod(
     return {"metadata": metadata, "spec": template_spec}
 
 
-def flux_container(spec: MiniClusterSpec) -> Manifest:
+def flux_container(spec: MiniClusterSpec, config_secret: Any = None) -> Manifest:
     ports = [{"name": "flux-overlay", "containerPort": spec.port, "protocol": "TCP"}]
     if spec.restful_api.enabled:
         ports.append({"name": "restful-api", "containerPort": spec.restful_api.port, "protocol": "TCP"})
@@ -63,7 +66,12 @@ def flux_container(spec: MiniClusterSpec) -> Manifest:
         "name": BROKER_CONTAINER,
         "image": spec.image,
         "command": ["/bin/bash", entrypoint],
-        **container_settings(spec, extra_env=entrypoint_env(spec), ports=ports),
+        **container_settings(
+            spec,
+            extra_env=entrypoint_env(spec),
+            ports=ports,
+            secret_env=config_secret if spec.is_secret("environment") else None,
+        ),
         "volumeMounts": [*_own_mounts(spec), *_user_mounts(spec, list(spec.volumes))],
         # Ready means this broker is up in the instance, not only that its process runs.
         "readinessProbe": {
@@ -87,12 +95,21 @@ def sidecar(spec: MiniClusterSpec, index: int) -> Manifest:
 
 
 def container_settings(
-    settings: ContainerSettings, extra_env: list[Manifest] | None = None, ports: list[Manifest] | None = None
+    settings: ContainerSettings,
+    extra_env: list[Manifest] | None = None,
+    ports: list[Manifest] | None = None,
+    secret_env: Any = None,
 ) -> Manifest:
-    """The fields every container takes from its ContainerSettings (the Flux container and sidecars)."""
+    """The fields every container takes from its ContainerSettings (the Flux container and sidecars).
+    With `secret_env` (a Secret's name), the environment's values are read from that Secret."""
     env = [
         *(extra_env or []),
-        *({"name": name, "value": value} for name, value in settings.environment.items()),
+        *(
+            {"name": name, "value": value}
+            if secret_env is None
+            else {"name": name, "valueFrom": {"secretKeyRef": {"name": secret_env, "key": SECRET_ENV_PREFIX + name}}}
+            for name, value in settings.environment.items()
+        ),
         *(
             {"name": name, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
             for name, ref in settings.environment_from_secrets.items()
@@ -154,11 +171,11 @@ def _user_mounts(spec: MiniClusterSpec, names: list[str]) -> list[Manifest]:
 
 
 def _volumes(
-    spec: MiniClusterSpec, secret_name: Any, broker_config: Any, entrypoint: Any, scale_config: Any
+    spec: MiniClusterSpec, secret_name: Any, broker_config: Any, entrypoint: Any, scale_config: Any, config_secret: Any
 ) -> list[Manifest]:
     volumes: list[Manifest] = [
         {"name": "broker-config", "configMap": {"name": broker_config}},
-        {"name": "run-config", "configMap": {"name": entrypoint}},
+        {"name": "run-config", **_run_config_source(spec, entrypoint, config_secret)},
         # Not subPath-mounted: a resize's new numbers reach running pods too (rank 0 reads them on restart).
         {"name": "scale", "configMap": {"name": scale_config}},
         # Readable by the container's user whoever that is (root owns Secret files): the entrypoint
@@ -171,6 +188,19 @@ def _volumes(
     if spec.state_volume is not None:
         volumes.append({"name": paths.STATE_VOLUME_NAME, **state_volume_source(spec.state_volume)})
     return volumes + [{"name": name, **volume_source(volume)} for name, volume in spec.volumes.items()]
+
+
+def _run_config_source(spec: MiniClusterSpec, entrypoint: Any, config_secret: Any) -> Manifest:
+    """The entrypoint's directory: its ConfigMap, and the secret files (command, hooks) beside them."""
+    secret_files = sorted(secret_run_files(spec))
+    if not secret_files:
+        return {"configMap": {"name": entrypoint}}
+    items = [{"key": name, "path": name} for name in secret_files]
+    return {
+        "projected": {
+            "sources": [{"configMap": {"name": entrypoint}}, {"secret": {"name": config_secret, "items": items}}]
+        }
+    }
 
 
 def volume_source(volume: Volume) -> Manifest:

@@ -13,11 +13,10 @@ import json
 import re
 import tomllib
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator, model_validator
-from pydantic.alias_generators import to_camel
 
 from components.config import paths, rules
 from components.config.certificate import CertificateError, parse
@@ -172,6 +171,9 @@ class MiniClusterSpec(ContainerSettings):
     state_volume: StateVolume | None = None
     """A persistent cluster's state, kept by rank 0 on a volume: a replaced rank 0 (eviction, drain)
     restarts the same instance, with its queue and job history."""
+    secret_keys: frozenset[str] = Field(default=frozenset(), exclude=True)
+    """Not a config key: which config keys the stack marks secret (`pulumi config set --secret`), as
+    load_spec found them. Their values reach the pods only through a Kubernetes Secret."""
 
     # -- field rules ------------------------------------------------------------------------------
 
@@ -408,6 +410,10 @@ class MiniClusterSpec(ContainerSettings):
 
     # -- derived values (the one place each is computed) ------------------------------------------
 
+    def is_secret(self, key: str) -> bool:
+        """Whether the stack marks this config key (as users write it: `environment`) secret."""
+        return key in self.secret_keys
+
     @property
     def largest_size(self) -> int:
         return self.max_size or self.size
@@ -480,30 +486,49 @@ def quorum(size: int, min_size: int | None, largest_size: int) -> int | None:
 
 # -- loading stack config -------------------------------------------------------------------------
 
-SECRET_FIELDS = {"curve_certificate"}
+ALWAYS_SECRET = "curveCertificate"
+"""Never echoed, whether or not the stack marks it secret."""
+SECRETS_KEPT = {
+    ALWAYS_SECRET: "a Kubernetes Secret the brokers mount",
+    "environment": "a Kubernetes Secret the Flux container reads with secretKeyRef",
+    "command": "a Kubernetes Secret mounted beside the entrypoint",
+    "hooks": "a Kubernetes Secret mounted beside the entrypoint",
+}
+"""The config keys whose values can stay secret, and where they go instead of the Job's spec."""
 
 
 def config_keys(model: type[BaseModel] = MiniClusterSpec) -> dict[str, str]:
     """Config key (camelCase, as users write it) -> field name."""
-    return {(field.alias or name): name for name, field in model.model_fields.items()}
+    return {(field.alias or name): name for name, field in model.model_fields.items() if not field.exclude}
 
 
-def load_spec(raw: Mapping[str, Any], stack: str) -> MiniClusterSpec:
+def load_spec(raw: Mapping[str, Any], stack: str, secret_keys: Collection[str] = ()) -> MiniClusterSpec:
     """Validate raw stack config. Keys outside the `minicluster:` namespace (e.g. `kubernetes:*`) are
-    the providers' business and ignored here."""
+    the providers' business and ignored here. `secret_keys`: the full keys the stack marks secret."""
     prefix = f"{NAMESPACE}:"
     values = {key[len(prefix) :]: value for key, value in raw.items() if key.startswith(prefix)}
+    secret = frozenset(key[len(prefix) :] for key in secret_keys if key.startswith(prefix)) & values.keys()
     known = config_keys()
     problems = [_unknown_key(key, list(known)) for key in values if key not in known]
+    problems += [_secret_not_kept(key) for key in sorted(secret) if key in known and key not in SECRETS_KEPT]
     decoded = {key: _decode(known[key], value) for key, value in values.items() if key in known}
     decoded.setdefault("name", stack)
     try:
-        spec = MiniClusterSpec.model_validate(decoded)
+        spec = MiniClusterSpec.model_validate({**decoded, "secret_keys": secret})
     except ValidationError as error:
-        problems.extend(_describe(error))
+        problems.extend(_describe(error, secret | {ALWAYS_SECRET}))
     if problems:
         raise ConfigError(problems)
     return spec
+
+
+def _secret_not_kept(key: str) -> str:
+    kept = ", ".join(f"minicluster:{name}" for name in SECRETS_KEPT)
+    return (
+        f"minicluster:{key} is set as a secret, but it cannot stay secret: it becomes part of the objects' "
+        "names, specs or labels, which Kubernetes shows to whoever can read them and Pulumi shows in every "
+        f"preview. Set it without --secret (only {kept} can be secret)"
+    )
 
 
 def _unknown_key(key: str, known: list[str]) -> str:
@@ -529,7 +554,8 @@ def _is_text_field(field_name: str) -> bool:
     return annotation in (str, str | None, SecretStr, SecretStr | None)
 
 
-def _describe(error: ValidationError) -> list[str]:
+def _describe(error: ValidationError, hidden: Collection[str]) -> list[str]:
+    """One line per problem; the value is echoed, except for the keys in `hidden` (secrets)."""
     problems = []
     for item in error.errors(include_url=False):
         loc = list(item["loc"])
@@ -539,7 +565,7 @@ def _describe(error: ValidationError) -> list[str]:
         elif item["type"] == "extra_forbidden":
             problems.append(_nested_unknown_key(loc))
         else:
-            shown = "" if loc[0] in {to_camel(f) for f in SECRET_FIELDS} else f" (got {item.get('input')!r})"
+            shown = "" if loc[0] in hidden else f" (got {item.get('input')!r})"
             problems.append(f"{NAMESPACE}:{_key_path(loc)}: {message}{shown}")
     return problems
 

@@ -53,6 +53,7 @@ class MiniCluster(pulumi.ComponentResource):
         curve_secret = self._content(
             k8s.core.v1.Secret, f"{name}-curve", manifests.curve_secret(spec, cert.certificate)
         )
+        config_secret_name = self._config_secret(name, spec)
         broker_config = self._content(k8s.core.v1.ConfigMap, f"{name}-broker-config", manifests.broker_config_map(spec))
         entrypoint = self._content(k8s.core.v1.ConfigMap, f"{name}-entrypoint", manifests.entrypoint_config_map(spec))
         scale_config = self._content(
@@ -72,6 +73,7 @@ class MiniCluster(pulumi.ComponentResource):
             broker_config_name=broker_config.metadata.name,
             entrypoint_name=entrypoint.metadata.name,
             scale_config_name=scale_config.metadata.name,
+            config_secret_name=config_secret_name,
         )
         # A queue (e.g. Kueue) resumes a suspended Job by setting spec.suspend: Pulumi must not undo that.
         ignore = (["spec.suspend"] if spec.suspend else []) + (JOB_SIZE_FIELDS if spec.elastic else [])
@@ -108,6 +110,17 @@ class MiniCluster(pulumi.ComponentResource):
                 "apiServiceName": self.api_service_name,
             }
         )
+
+    def _config_secret(self, name: str, spec: MiniClusterSpec) -> pulumi.Output[str] | None:
+        """The values of the stack's secret config keys, as secret Outputs: Pulumi encrypts them in its
+        state and hides them in previews. None when the stack marks nothing secret."""
+        manifest = manifests.config_secret(spec)
+        if manifest is None:
+            return None
+        secret_data = pulumi.Output.secret(manifest["stringData"])
+        secret = self._content(k8s.core.v1.Secret, f"{name}-config-secret", {**manifest, "stringData": secret_data})
+        name_output: pulumi.Output[str] = secret.metadata.name
+        return name_output
 
     def _scheduling_guard(
         self, name: str, spec: MiniClusterSpec, job_manifest: manifests.Manifest, kube_context: str | None
@@ -196,3 +209,12 @@ def stack_config() -> dict[str, Any]:
     from pulumi.runtime import config
 
     return {**config.get_config_env(), **config.CONFIG.get()}
+
+
+def stack_secret_keys() -> set[str]:
+    """The config keys the stack marks secret: the engine lists them in PULUMI_CONFIG_SECRET_KEYS (a
+    nested secret, set with --path, marks its whole top-level key), and set_all_config records them."""
+    from pulumi.runtime import config
+
+    listed = set(config.get_config_secret_keys_env())
+    return listed | {key for key in stack_config() if config.is_config_secret(key)}
