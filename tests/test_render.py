@@ -10,7 +10,9 @@ from typing import Any
 
 import yaml
 
+from components.builders.rendering import HIDDEN
 from components.config import certificate
+from components.config import stack_file as stack_file_module
 from components.config.stack_file import read_config
 from tests.harness import AUTONAME_SUFFIX, ROOT, Registered, deploy, deploy_rejected
 from tests.plain import plain
@@ -36,7 +38,7 @@ def without_autonames(resource: Registered) -> dict[str, Any]:
 
 
 def test_render_of_the_dev_stack_is_the_objects_the_program_declares() -> None:
-    objects = rendered("--stack", "dev")
+    objects = rendered("--stack", "dev", "--show-secrets")
     deployment = deploy(dev_stack_config(), stack="dev")
     declared = [without_autonames(r) for r in deployment.resources if r.typ.startswith("kubernetes:")]
     by_kind_and_name = {(o["kind"], o["metadata"]["name"]): o for o in declared}
@@ -65,7 +67,7 @@ def test_render_uses_a_provided_certificate(tmp_path: Path) -> None:
     stack_file.write_text(
         yaml.safe_dump({"config": {"minicluster:image": "flux:1", "minicluster:curveCertificate": provided.text()}})
     )
-    secret = next(o for o in rendered("--config", str(stack_file)) if o["kind"] == "Secret")
+    secret = next(o for o in rendered("--config", str(stack_file), "--show-secrets") if o["kind"] == "Secret")
     assert certificate.parse(secret["stringData"]["curve.cert"]) == provided
 
 
@@ -117,3 +119,26 @@ def test_render_refuses_what_pulumi_up_refuses(tmp_path: Path) -> None:
     assert said_by_render in result.stderr
     said_by_pulumi_up, _ = deploy_rejected(read_config(path)[0], stack="x")
     assert said_by_render in said_by_pulumi_up
+
+
+def test_render_hides_every_secrets_values_unless_asked_and_says_so() -> None:
+    result = subprocess.run([*RENDER, "--stack", "dev"], capture_output=True, text=True, check=True)
+    (secret,) = [o for o in yaml.safe_load_all(result.stdout) if o["kind"] == "Secret"]
+    assert secret["stringData"] == {"curve.cert": HIDDEN}
+    assert "the Secrets' values are shown as placeholders; --show-secrets prints them" in result.stderr
+
+
+def test_an_encrypted_environment_value_renders_as_a_placeholder_and_goes_through_a_secret(tmp_path: Path) -> None:
+    stack_file = tmp_path / "Pulumi.dev.yaml"
+    encrypted = {"secure": "v1:c2VjcmV0:ZW5jcnlwdGVk"}  # as `pulumi config set --secret --path` writes it
+    config = {"minicluster:image": "flux:1", "minicluster:environment": {"API_TOKEN": encrypted, "LOG": "debug"}}
+    stack_file.write_text(yaml.safe_dump({"config": config}))
+    result = subprocess.run([*RENDER, "--config", str(stack_file), "--show-secrets"], capture_output=True, text=True)
+    objects = list(yaml.safe_load_all(result.stdout))
+    (config_secret,) = [o for o in objects if o["metadata"]["name"] == "dev-config-secret"]
+    assert config_secret["stringData"] == {"env.API_TOKEN": stack_file_module.ENCRYPTED, "env.LOG": "debug"}
+    job = next(o for o in objects if o["kind"] == "Job")
+    env = {e["name"]: e for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["API_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "dev-config-secret", "key": "env.API_TOKEN"}
+    assert "minicluster:environment encrypted: shown as placeholders" in result.stderr
+    assert "v1:c2VjcmV0" not in result.stdout

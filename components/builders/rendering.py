@@ -21,10 +21,25 @@ def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _ReadableDumper.add_representer(str, _string)
 
 
-def render(spec: MiniClusterSpec) -> str:
-    """With the stack's own certificate if it has one, else a fresh local keypair (no keygen pod here)."""
+HIDDEN = "(hidden: render.py --show-secrets prints it)"
+"""What a Secret's values read as unless secrets are asked for."""
+
+
+def render(spec: MiniClusterSpec, show_secrets: bool = False) -> str:
+    """With the stack's own certificate if it has one, else a fresh local keypair (no keygen pod here).
+    Every Secret's values (the certificate, the secret config values) are placeholders unless
+    `show_secrets`."""
     if spec.curve_certificate is not None:
         cert = certificate.parse(spec.curve_certificate.get_secret_value())
     else:
         cert = certificate.generate(spec.rank0_host)
-    return yaml.dump_all(manifests.all_objects(spec, cert.text()), Dumper=_ReadableDumper, sort_keys=False)
+    objects = manifests.all_objects(spec, cert.text())
+    if not show_secrets:
+        objects = [_without_secret_values(obj) for obj in objects]
+    return yaml.dump_all(objects, Dumper=_ReadableDumper, sort_keys=False)
+
+
+def _without_secret_values(obj: manifests.Manifest) -> manifests.Manifest:
+    if obj["kind"] != "Secret":
+        return obj
+    return {**obj, "stringData": dict.fromkeys(obj["stringData"], HIDDEN)}

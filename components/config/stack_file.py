@@ -1,7 +1,9 @@
 """Read a MiniCluster spec from a Pulumi stack file (`Pulumi.<stack>.yaml`) without Pulumi.
 
 Used by the scripts that run outside `pulumi up` (render, the operations tool). Encrypted values
-(`secure:`) cannot be read without Pulumi; only the certificate may be one (it is then left out).
+(`secure:`) cannot be read without Pulumi. The certificate, when encrypted, is left out; the other
+keys that may be secret (environment, command, hooks) read as a placeholder where they are encrypted,
+and count as the stack's secret keys.
 """
 
 from __future__ import annotations
@@ -12,10 +14,13 @@ from typing import Any
 
 import yaml
 
-from components.config.spec import ConfigError, MiniClusterSpec, load_spec
+from components.config.spec import ALWAYS_SECRET, NAMESPACE, SECRETS_KEPT, ConfigError, MiniClusterSpec, load_spec
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-ENCRYPTED_ALLOWED = {"minicluster:curveCertificate"}
+ENCRYPTED_ALLOWED = {f"{NAMESPACE}:{key}" for key in SECRETS_KEPT}
+LEFT_OUT = f"{NAMESPACE}:{ALWAYS_SECRET}"
+ENCRYPTED = "(encrypted in the stack file: only pulumi can read it)"
+"""What an encrypted value reads as here."""
 
 
 def stack_path(stack: str) -> Path:
@@ -40,17 +45,32 @@ def read_config(path: Path) -> tuple[dict[str, Any], list[str]]:
     config = document.get("config") or {}
     if not isinstance(config, dict):
         raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
-    encrypted = [key for key, value in config.items() if isinstance(value, dict) and "secure" in value]
+    encrypted = [key for key, value in config.items() if _is_encrypted(value)]
     unreadable = [key for key in encrypted if key not in ENCRYPTED_ALLOWED]
     if unreadable:
         raise ConfigError([f"{key}: an encrypted value cannot be read without Pulumi" for key in unreadable])
     scalars = _scalar_texts(text)
-    values = {
-        key: scalars[key] if key in scalars else json.dumps(value)
-        for key, value in config.items()
-        if key not in encrypted
-    }
+    readable = {key: value for key, value in config.items() if not (key == LEFT_OUT and key in encrypted)}
+    values = {key: scalars[key] if key in scalars else _text(value) for key, value in readable.items()}
     return values, encrypted
+
+
+def _is_encrypted(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "secure" in value or any(_is_encrypted(item) for item in value.values())
+    return isinstance(value, list) and any(_is_encrypted(item) for item in value)
+
+
+def _text(value: Any) -> str:
+    """A value as the engine hands it over (JSON for structures), with encrypted parts as ENCRYPTED."""
+
+    def readable(item: Any) -> Any:
+        if isinstance(item, dict):
+            return ENCRYPTED if "secure" in item else {key: readable(inner) for key, inner in item.items()}
+        return [readable(inner) for inner in item] if isinstance(item, list) else item
+
+    shown = readable(value)
+    return shown if isinstance(shown, str) else json.dumps(shown)
 
 
 def _scalar_texts(text: str) -> dict[str, str]:
@@ -66,4 +86,4 @@ def _scalar_texts(text: str) -> dict[str, str]:
 
 def load(path: Path) -> tuple[MiniClusterSpec, list[str]]:
     config, encrypted = read_config(path)
-    return load_spec(config, stack_name(path)), encrypted
+    return load_spec(config, stack_name(path), encrypted), encrypted
