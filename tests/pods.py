@@ -19,6 +19,7 @@ from components.builders import files, manifests
 from components.config import certificate
 from components.config.spec import MiniClusterSpec, load_spec
 from tests.conftest import config
+from tests.standins import saved_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDINS = ROOT / "tests" / "standins"
@@ -189,7 +190,9 @@ class SavedInstance:
         return done.stdout.strip()
 
     def state(self) -> dict[str, Any]:
-        state: dict[str, Any] = json.loads((self.saved / "content.sqlite").read_text())
+        """The saved instance, read as a transaction (never a write half-done)."""
+        with saved_instance.transaction(str(self.saved)):
+            state: dict[str, Any] = json.loads((self.saved / "content.sqlite").read_text())
         return state
 
     def jobs(self) -> dict[str, tuple[str, str]]:

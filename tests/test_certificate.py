@@ -8,7 +8,7 @@ import pytest
 import zmq.auth
 
 from components.config import certificate
-from components.config.certificate import BEGIN_MARKER, END_MARKER, CertificateError, extract_from_log, parse
+from components.config.certificate import CertificateError, parse
 
 PAIR = certificate.generate("dev-0")
 
@@ -50,11 +50,6 @@ def test_reads_tab_indented_layout() -> None:
     assert parse(flux_keygen_layout(PAIR).replace("    ", "\t")) == parse(flux_keygen_layout(PAIR))
 
 
-def test_extracts_the_certificate_from_log_noise_between_markers() -> None:
-    log = f"Saving curve.cert\nwarning: clock skew\n{BEGIN_MARKER}\n{flux_keygen_layout(PAIR)}{END_MARKER}\nbye\n"
-    assert extract_from_log(log).secret_key == PAIR.secret_key
-
-
 def test_canonical_text_round_trips_and_keeps_metadata() -> None:
     parsed = parse(flux_keygen_layout(PAIR))
     assert parse(parsed.text()) == parsed
@@ -89,12 +84,3 @@ def test_malformed_certificates_get_a_specific_error_without_key_material(text: 
     with pytest.raises(CertificateError, match=message) as raised:
         parse(text)
     assert PAIR.secret_key not in str(raised.value)
-
-
-@pytest.mark.parametrize(
-    ("log", "message"),
-    [("", "printed nothing"), ("flux: command not found\n", "no certificate between")],
-)
-def test_logs_without_a_certificate_get_a_specific_error(log: str, message: str) -> None:
-    with pytest.raises(CertificateError, match=message):
-        extract_from_log(log)

@@ -10,26 +10,30 @@ from typing import Any
 
 import pytest
 
-from components.config import certificate
+from components.config import certificate, paths
 from components.config.spec import load_spec
 from components.resources import keygen
 from tests.conftest import config
-from tests.kube_api import Cluster, StandIn, Step, finished, running
+from tests.kube_api import Cluster, StandIn, Step, running
 from tests.provider_plugin import DIFF_NONE, DIFF_SOME, UNKNOWN, ProviderPlugin, decode, grpc_error, is_secret, secret
 
 KEYGEN_TYPE = "pulumi-python:dynamic/minicluster:CurveCertificate"
 LOCAL_TYPE = "pulumi-python:dynamic/minicluster:LocalCurveCertificate"
 SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")
 CERT = certificate.generate("dev-0")
-GOOD_LOG = f"{certificate.BEGIN_MARKER}\n{CERT.text()}{certificate.END_MARKER}\n"
+
+
+def holding_the_certificate(_pod: dict[str, Any], command: list[str]) -> tuple[str, str, int | None]:
+    """The keygen container, asked through the exec API for its certificate file: it has written it."""
+    return (CERT.text(), "", 0) if command[-1] == paths.KEYGEN_CERT else ("", "no such file", 1)
 
 
 @pytest.fixture
 def api(api_server: StandIn) -> Cluster:
-    """The stand-in's cluster, reset, with a kubelet that runs the keygen pod to success."""
+    """The stand-in's cluster, reset, with a kubelet that starts the keygen pod, which makes its certificate."""
     cluster = api_server.cluster.reset()
-    cluster.kubelet = lambda _pod: [Step(0.02, node="node-1", status=running()),
-                                    Step(0.02, status=finished(0), log=GOOD_LOG)]  # fmt: skip
+    cluster.kubelet = lambda _pod: [Step(0.02, node="node-1", status=running(), log="minicluster: made\n")]
+    cluster.exec_handler = holding_the_certificate
     return cluster
 
 
@@ -88,6 +92,24 @@ def test_create_returns_the_whole_certificate_as_a_secret(created: tuple[str, di
     assert is_secret(outs["certificate"])
     assert certificate.parse(outs["certificate"]["value"]) == CERT
     assert outs["publicKey"] == CERT.public_key
+
+
+def test_create_reads_the_certificate_through_exec_and_never_the_log(
+    api: Cluster, created: tuple[str, dict[str, Any]]
+) -> None:
+    paths_asked = [path for method, path, _ in api.requests if method == "GET"]
+    assert any(path.endswith("/exec") for path in paths_asked)
+    assert not any(path.endswith("/log") for path in paths_asked)
+
+
+def test_create_without_the_right_to_exec_fails_in_one_line_without_key_material(
+    plugin: ProviderPlugin, api: Cluster
+) -> None:
+    api.fail("GET", "/exec", 403, 'pods "x" is forbidden: User "dev" cannot create resource "pods/exec"')
+    details = grpc_error(lambda: plugin.create(program_inputs(plugin)))
+    assert "your account needs `create` on `pods/exec`" in details
+    assert CERT.secret_key not in details
+    assert api.pods == {}
 
 
 def test_create_reports_a_missing_namespace_as_such(plugin: ProviderPlugin, api: Cluster) -> None:

@@ -7,8 +7,11 @@ certificate never appears in a message, and the pod is deleted whatever happened
 from __future__ import annotations
 
 import json
+import subprocess
+import threading
 import time
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,16 +20,14 @@ from kubernetes import client
 from components.builders import manifests
 from components.cluster import kube
 from components.cluster.keygen_pod import KeygenError, run_keygen_pod
-from components.config import certificate
-from components.config.certificate import BEGIN_MARKER, END_MARKER
+from components.config import certificate, paths
 from components.config.spec import load_spec
 from tests.conftest import IMAGE, config
 from tests.kube_api import Cluster, Step, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
 
 CERT = certificate.generate("dev-0")
-GOOD_LOG = f"Saving /tmp/x/curve.cert\n{BEGIN_MARKER}\n{CERT.text()}{END_MARKER}\n"
 SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")
-POD = manifests.keygen_pod(SPEC, BEGIN_MARKER, END_MARKER)
+POD = manifests.keygen_pod(SPEC)
 QUICK = (2.0, 2.0)
 
 
@@ -53,6 +54,25 @@ def failure(**kwargs: Any) -> str:
     return message
 
 
+def holding(text: str, api: Cluster, tmp_path: Path, after: float = 0.0) -> None:
+    """The keygen container writes `text` as its certificate file `after` seconds after the first exec;
+    an exec runs its command (the real reader, under sh) against that file."""
+    written = tmp_path / "curve.cert"
+
+    def exec_in_pod(_pod: dict[str, Any], command: list[str]) -> tuple[str, str, int | None]:
+        assert command[-1] == paths.KEYGEN_CERT
+        if not written.exists():
+            threading.Timer(after, written.write_text, [text]).start()
+        done = subprocess.run([*command[:-1], str(written)], capture_output=True, text=True, timeout=10)
+        return done.stdout, done.stderr, done.returncode
+
+    api.exec_handler = exec_in_pod
+
+
+def log_reads(api: Cluster) -> list[str]:
+    return [path for method, path, _ in api.requests if method == "GET" and path.endswith("/log")]
+
+
 def deleted(api: Cluster) -> list[str]:
     return [path.rsplit("/", 1)[1] for method, path, _ in api.requests if method == "DELETE"]
 
@@ -60,15 +80,25 @@ def deleted(api: Cluster) -> list[str]:
 # -- success --------------------------------------------------------------------------------------
 
 
-def test_the_certificate_arrives_as_soon_as_the_pod_succeeds(kube_api: Cluster) -> None:
-    kube_api.kubelet = kubelet(Step(0.05, status=running()), Step(0.05, status=finished(0), log=GOOD_LOG))
+def test_the_certificate_arrives_as_soon_as_it_is_written(kube_api: Cluster, tmp_path: Path) -> None:
+    kube_api.kubelet = kubelet(Step(0.05, status=running()))
+    holding(CERT.text(), kube_api, tmp_path, after=0.3)  # flux keygen takes a moment
     started = time.monotonic()
     assert run() == CERT
-    assert time.monotonic() - started < 1.5  # watched: a 2 s poll would read it at 2 s at the earliest
+    assert time.monotonic() - started < 1.5  # watched, then read at once: a 2 s poll would take 2 s
 
 
-def test_the_pod_sent_has_whole_numbers_and_is_deleted_after(kube_api: Cluster) -> None:
-    kube_api.kubelet = kubelet(Step(0.02, status=finished(0), log=GOOD_LOG))
+def test_the_certificate_never_passes_through_the_log(kube_api: Cluster, tmp_path: Path) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=running(), log="minicluster: the certificate is made\n"))
+    holding(CERT.text(), kube_api, tmp_path)
+    assert run() == CERT
+    assert log_reads(kube_api) == []
+    assert all(CERT.secret_key not in json.dumps(pod) for _, _, pod in kube_api.history)  # nor the status
+
+
+def test_the_pod_sent_has_whole_numbers_and_is_deleted_after(kube_api: Cluster, tmp_path: Path) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=running()))
+    holding(CERT.text(), kube_api, tmp_path)
     run()
     (sent,) = kube_api.created_pods()
     assert sent["spec"]["activeDeadlineSeconds"] == 300
@@ -82,8 +112,11 @@ def sent_name(api: Cluster) -> str:
     return name
 
 
-def test_a_failed_delete_does_not_hide_the_certificate(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
-    kube_api.kubelet = kubelet(Step(0.02, status=finished(0), log=GOOD_LOG))
+def test_a_failed_delete_does_not_hide_the_certificate(
+    kube_api: Cluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=running()))
+    holding(CERT.text(), kube_api, tmp_path)
     kube_api.fail("DELETE", "/pods/", 500, "etcdserver: request timed out")
     assert run() == CERT
     err = capsys.readouterr().err
@@ -121,10 +154,23 @@ def test_a_pod_killed_by_its_deadline(kube_api: Cluster) -> None:
     assert "ran out of time (activeDeadlineSeconds)" in failure()
 
 
-def test_output_that_is_not_a_certificate(kube_api: Cluster) -> None:
-    kube_api.kubelet = kubelet(Step(0.02, status=finished(0), log="hello\n"))
-    assert "not a usable certificate" in failure()
+def test_output_that_is_not_a_certificate(kube_api: Cluster, tmp_path: Path) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=running()))
+    holding("hello\n", kube_api, tmp_path)
+    assert "the keygen pod's certificate is not usable" in failure()
     assert len(deleted(kube_api)) == 1
+
+
+def test_no_right_to_exec_is_one_clear_line_and_leaves_nothing_behind(kube_api: Cluster, tmp_path: Path) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=running()))
+    holding(CERT.text(), kube_api, tmp_path)
+    kube_api.fail("GET", "/exec", 403, 'pods "dev-keygen-x" is forbidden: cannot create resource "pods/exec"')
+    message = failure()
+    assert "\n" not in message
+    assert "refused to exec into the keygen pod" in message
+    assert "your account needs `create` on `pods/exec`" in message
+    assert len(deleted(kube_api)) == 1 and kube_api.pods == {}
+    assert log_reads(kube_api) == []
 
 
 def test_a_pod_that_stays_pending_times_out_with_its_phase_and_events(kube_api: Cluster) -> None:
@@ -230,10 +276,10 @@ def test_a_pod_the_scheduler_cannot_place_fails_at_the_schedule_timeout(kube_api
     assert len(deleted(kube_api)) == 1
 
 
-def test_a_pod_that_is_placed_in_time_is_not_stopped(kube_api: Cluster) -> None:
+def test_a_pod_that_is_placed_in_time_is_not_stopped(kube_api: Cluster, tmp_path: Path) -> None:
     kube_api.kubelet = lambda _pod: [
         Step(0.02, status=unschedulable("0/3 nodes are available: 3 Insufficient cpu.")),
         Step(0.2, node="node-1", status=running()),  # an autoscaler added a node
-        Step(0.6, status=finished(0), log=GOOD_LOG),
     ]
+    holding(CERT.text(), kube_api, tmp_path, after=0.6)
     assert run(timeout=10, schedule_timeout=0.5) == CERT

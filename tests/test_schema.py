@@ -125,7 +125,7 @@ def spec_of(raw: dict[str, Any]) -> MiniClusterSpec:
 
 def objects(spec: MiniClusterSpec) -> list[dict[str, Any]]:
     cert = certificate.generate(spec.rank0_host).text()
-    return [*manifests.all_objects(spec, cert), manifests.keygen_pod(spec, "BEGIN", "END")]
+    return [*manifests.all_objects(spec, cert), manifests.keygen_pod(spec)]
 
 
 def test_the_supported_range_reaches_the_newest_schema_available() -> None:

@@ -29,6 +29,7 @@ from components.builders.names import (
     labels,
     scale_config_name,
 )
+from components.config import paths
 from components.config.paths import LOCAL_URI, STATE_DIR
 from components.config.spec import MiniClusterSpec
 
@@ -42,18 +43,22 @@ __all__ = [  # what callers use from here, wherever it is defined
 Manifest = dict[str, Any]
 
 KEYGEN_CONTAINER = "keygen"
-# The keygen pod prints the certificate between markers so no other log line can pollute it.
+KEYGEN_VOLUME = "keygen"
+# The certificate goes to a file in memory, complete or not at all (mv), and stays there until
+# `pulumi up` has read it through the exec API and deleted the pod: no log line, event or status
+# ever holds it. The pod's deadline (activeDeadlineSeconds) ends the wait if nobody comes.
 KEYGEN_SCRIPT = r"""set -eu
 if [ -n "${MC_FLUX_VIEW:-}" ]; then
   PATH="$PATH:$MC_FLUX_VIEW/view/bin" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$MC_FLUX_VIEW/view/lib"
   export PATH LD_LIBRARY_PATH
 fi
-dir=$(mktemp -d)
-"$MC_FLUX" keygen --name="$MC_CERT_NAME" "$dir/curve.cert" >&2
-echo "$MC_BEGIN_MARKER"
-cat "$dir/curve.cert"
-echo "$MC_END_MARKER"
+"$MC_FLUX" keygen --name="$MC_CERT_NAME" "$MC_CERT_FILE.new" >&2
+mv "$MC_CERT_FILE.new" "$MC_CERT_FILE"
+echo "minicluster: the certificate is made; pulumi up reads it through the exec API, then deletes this pod"
+exec sleep "$MC_HOLD_SECONDS"
 """
+READ_CERTIFICATE = 'while [ ! -s "$1" ]; do sleep 0.1; done; cat "$1"'
+"""Run (sh -c) through the exec API in the keygen container: the certificate, as soon as it is written."""
 
 WAIT_FOR = "pulumi.com/waitFor"
 SKIP_AWAIT = "pulumi.com/skipAwait"
@@ -187,26 +192,29 @@ def job_await_annotations(spec: MiniClusterSpec) -> dict[str, str]:
     return {AWAIT_TIMEOUT: str(spec.job_timeout)}
 
 
-def keygen_pod(spec: MiniClusterSpec, begin_marker: str, end_marker: str) -> Manifest:
-    """A one-shot pod that runs `flux keygen` in the cluster's image and prints the certificate. It can
-    pull and schedule where the brokers can. generateName: a pod left behind never blocks the next."""
+def keygen_pod(spec: MiniClusterSpec) -> Manifest:
+    """A pod that runs `flux keygen` in the cluster's image and keeps the certificate in a memory
+    volume until `pulumi up` reads it (exec) and deletes the pod. It can pull and schedule where the
+    brokers can. generateName: a pod left behind never blocks the next."""
     env = {
         "MC_FLUX": spec.flux_path,
         "MC_CERT_NAME": spec.rank0_host,
-        "MC_BEGIN_MARKER": begin_marker,
-        "MC_END_MARKER": end_marker,
+        "MC_CERT_FILE": paths.KEYGEN_CERT,
+        "MC_HOLD_SECONDS": str(spec.keygen_timeout),
     }
     container: Manifest = {
         "name": KEYGEN_CONTAINER,
         "image": spec.keygen_image or spec.image,
         "command": ["/bin/sh", "-c", KEYGEN_SCRIPT],
         "env": [{"name": key, "value": value} for key, value in env.items()],
+        "volumeMounts": [{"name": KEYGEN_VOLUME, "mountPath": paths.KEYGEN_DIR}],
     }
     pod_spec: Manifest = {
         "restartPolicy": "Never",
         "automountServiceAccountToken": False,
         "activeDeadlineSeconds": spec.keygen_timeout,
         "containers": [container],
+        "volumes": [{"name": KEYGEN_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
     }
     pod = spec.pod
     for key, value in (("imagePullSecrets", [{"name": name} for name in pod.image_pull_secrets]),
@@ -216,8 +224,8 @@ def keygen_pod(spec: MiniClusterSpec, begin_marker: str, end_marker: str) -> Man
     if spec.flux_view.enabled and spec.keygen_image is None:
         view = pod_template.FLUX_VIEW
         pod_spec["initContainers"] = [pod_template.flux_view_init_container(spec)]
-        pod_spec["volumes"] = [{"name": view, "emptyDir": {}}]
-        container["volumeMounts"] = [{"name": view, "mountPath": spec.flux_view.path}]
+        pod_spec["volumes"].append({"name": view, "emptyDir": {}})
+        container["volumeMounts"].append({"name": view, "mountPath": spec.flux_view.path})
         container["env"].append({"name": "MC_FLUX_VIEW", "value": spec.flux_view.path})
     metadata = {"generateName": f"{spec.name}-keygen-", **_metadata(spec, None, "keygen")}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}

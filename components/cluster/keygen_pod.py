@@ -1,9 +1,10 @@
-"""Run the keygen pod and turn its log into a validated certificate.
+"""Run the keygen pod and read its certificate through the exec API into a validated certificate.
 
 Written against the `kubernetes` client's CoreV1Api. It watches the pod (no polling delay: the
-certificate is read the moment the pod succeeds), bounds every request and the whole run by the
-timeout, and deletes the pod in every case. Error messages say what happened and what to do, and
-never contain key material.
+certificate is read the moment its container runs, by a command that returns as soon as `flux keygen`
+has written it), bounds every request and the whole run by the timeout, and deletes the pod in every
+case. The certificate never passes through the pod's log, its status or an event. Error messages say
+what happened and what to do, and never contain key material.
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from components.builders.manifests import READ_CERTIFICATE
 from components.cluster import kube
-from components.config.certificate import CertificateError, CurveCertificate, extract_from_log, redact
+from components.config import paths
+from components.config.certificate import CertificateError, CurveCertificate, parse, redact
 
 PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 COMMAND_NOT_FOUND = 127
@@ -36,14 +39,16 @@ def run_keygen_pod(
     clock: Callable[[], float] = time.monotonic,
 ) -> CurveCertificate:
     namespace = pod["metadata"]["namespace"]
-    image = pod["spec"]["containers"][0]["image"]
+    container = pod["spec"]["containers"][0]
+    image = container["image"]
     run = _Run(core, namespace, request_timeout)
     name = run.create(pod)
+    deadline = clock() + timeout
     try:
         status = run.wait(name, image, timeout, schedule_timeout or timeout, clock)
-        if status.phase == "Failed":
+        if status.phase in DONE:
             raise KeygenError(_failure(run, name, status, image))
-        return _certificate_from_log(run, name)
+        return _certificate_by_exec(run, name, container["name"], image, max(deadline - clock(), 1.0))
     except KeygenError:
         raise
     except Exception as error:  # a request that failed half-way: say which, by what happened
@@ -77,7 +82,7 @@ class _Run:
             watch_ends = clock() + remaining
             for status in self._statuses(name, remaining):
                 seen = True
-                if status.phase in DONE:
+                if status.phase in DONE or _running(status):
                     return status
                 _check_waiting(status, image)
                 unschedulable_since = (unschedulable_since or clock()) if kube.unschedulable(status) else None
@@ -129,6 +134,10 @@ class _Run:
     def read(self, name: str) -> Any:
         return self.core.read_namespaced_pod(name, self.namespace, _request_timeout=self.request_timeout)
 
+    def read_certificate(self, name: str, container: str, timeout: float) -> tuple[str, str, int | None]:
+        command = ["/bin/sh", "-c", READ_CERTIFICATE, "read-certificate", paths.KEYGEN_CERT]
+        return kube.run_in_pod(self.core, self.namespace, name, container, command, timeout=timeout)
+
     def log(self, name: str, tail_lines: int | None = None) -> str:
         return str(
             self.core.read_namespaced_pod_log(
@@ -174,7 +183,7 @@ def _api_problem(error: Exception, namespace: str, doing: str) -> str:
     if found.kind == "denied":
         return (
             f"the Kubernetes API refused {doing} in namespace {namespace!r} ({found.status}: {found.detail}); "
-            "your account needs to create, watch, read the log of and delete pods there (check your RBAC)"
+            "your account needs to create, watch and delete pods and to create pods/exec there (check your RBAC)"
         )
     if found.kind == "client-side":
         return (
@@ -184,11 +193,34 @@ def _api_problem(error: Exception, namespace: str, doing: str) -> str:
     return f"the Kubernetes API refused {doing} ({found.status}: {found.detail})"
 
 
-def _certificate_from_log(run: _Run, name: str) -> CurveCertificate:
+def _certificate_by_exec(run: _Run, name: str, container: str, image: str, timeout: float) -> CurveCertificate:
+    """The certificate, read from the keygen container's memory volume through the exec API."""
     try:
-        return extract_from_log(run.log(name))
+        stdout, stderr, code = run.read_certificate(name, container, timeout)
+    except Exception as error:
+        found = kube.problem(error)
+        if found.kind == "denied":
+            raise KeygenError(
+                f"the Kubernetes API refused to exec into the keygen pod in namespace {run.namespace!r} "
+                f"({found.status}: {found.detail}): pulumi up reads the certificate through the exec API, so "
+                "your account needs `create` on `pods/exec` there (check your RBAC); the pod was deleted"
+            ) from None
+        raise KeygenError(_api_problem(error, run.namespace, "reading the certificate through the exec API")) from None
+    if code != 0:
+        status = run.read(name).status
+        if status.phase in DONE:
+            raise KeygenError(_failure(run, name, status, image))
+        why = "the connection ended first" if code is None else f"exit {code}: {redact(stderr.strip()) or 'no message'}"
+        raise KeygenError(f"could not read the certificate from the keygen pod ({why}); run `pulumi up` again")
+    try:
+        return parse(stdout)
     except CertificateError as error:
-        raise KeygenError(f"the keygen pod's output is not a usable certificate: {error}") from None
+        raise KeygenError(f"the keygen pod's certificate is not usable: {error}") from None
+
+
+def _running(status: Any) -> bool:
+    """The keygen container has started (its command may still be making the certificate)."""
+    return any(c.state is not None and c.state.running is not None for c in status.container_statuses or [])
 
 
 def _check_waiting(status: Any, image: str) -> None:
@@ -202,6 +234,8 @@ def _check_waiting(status: Any, image: str) -> None:
 
 
 def _failure(run: _Run, name: str, status: Any, image: str) -> str:
+    if status.phase == "Succeeded":
+        return "the keygen pod ended before its certificate was read (keygenTimeout); run `pulumi up` again"
     if status.reason == "DeadlineExceeded":
         return f"the keygen pod ran out of time (activeDeadlineSeconds); {_log_tail(run, name)}"
     exit_code = _exit_code(status)

@@ -1,6 +1,6 @@
 """The CURVE certificate every broker shares: parse, validate and make ZeroMQ zcert text.
 
-Pure (pyzmq only, for the keypair maths). Whatever the source (keygen pod log, user config, local
+Pure (pyzmq only, for the keypair maths). Whatever the source (the keygen pod, user config, local
 generation), the text is validated here and rendered in one canonical layout, so a bad certificate fails
 at `pulumi up` with a specific message instead of hanging the brokers at "connecting".
 """
@@ -12,8 +12,6 @@ from dataclasses import dataclass, field
 
 import zmq
 
-BEGIN_MARKER = "MINICLUSTER-CURVE-CERTIFICATE-BEGIN"
-END_MARKER = "MINICLUSTER-CURVE-CERTIFICATE-END"
 Z85_KEY_LENGTH = 40
 _Z85 = re.compile(r"^[0-9a-zA-Z.\-:+=^!/*?&<>()\[\]{}@%$#]+$")
 _KEY_LINE = re.compile(r'^(?P<key>[A-Za-z0-9._-]+)\s*=\s*(?P<value>"[^"]*"|\S.*?)\s*$')
@@ -52,18 +50,6 @@ def generate(name: str) -> CurveCertificate:
     """A fresh keypair, as `flux keygen --name=NAME` would make (pyzmq's libsodium)."""
     public, secret = zmq.curve_keypair()
     return CurveCertificate(name=name, public_key=public.decode(), secret_key=secret.decode())
-
-
-def extract_from_log(log: str) -> CurveCertificate:
-    """The certificate the keygen pod printed between the markers; other log lines are ignored."""
-    if not log.strip():
-        raise CertificateError("the keygen pod printed nothing (empty log)")
-    start, end = log.find(BEGIN_MARKER), log.find(END_MARKER)
-    if start < 0 or end < start:
-        raise CertificateError(
-            f"the keygen log has no certificate between {BEGIN_MARKER} and {END_MARKER}; did `flux keygen` run?"
-        )
-    return parse(log[start + len(BEGIN_MARKER) : end])
 
 
 def parse(text: str) -> CurveCertificate:

@@ -18,6 +18,11 @@ STATE_VOLUME = "/var/lib/minicluster-state"
 """Where the state volume (minicluster:stateVolume) is mounted: rank 0's statedir is in it."""
 RESERVED = (PREFIX, STATE_DIR, STATE_VOLUME)
 
+KEYGEN_DIR = "/var/run/minicluster-keygen"
+"""In the keygen pod: a memory-backed emptyDir where `flux keygen` writes the certificate, which
+`pulumi up` reads through the exec API (never the pod's log)."""
+KEYGEN_CERT = f"{KEYGEN_DIR}/curve.cert"
+
 FLUX_VIEW = "flux-view"
 """The flux-view init container and its volume."""
 STATE_VOLUME_NAME = "flux-state"

@@ -133,7 +133,7 @@ def certificate_inputs(spec: MiniClusterSpec, kube_context: str | None = None, *
         namespace=spec.namespace, clusterName=spec.name, certName=spec.rank0_host, rotation=spec.certificate_rotation,
     )  # fmt: skip
     if pod:
-        keygen_pod = manifests.keygen_pod(spec, certificate.BEGIN_MARKER, certificate.END_MARKER)
+        keygen_pod = manifests.keygen_pod(spec)
         inputs = inputs.model_copy(
             update={"pod": json.dumps(keygen_pod), "timeout": spec.keygen_timeout, "kube_context": kube_context,
                     "schedule_timeout": spec.schedule_timeout}

@@ -17,15 +17,29 @@ as the real commands do: the running broker leaves the statedir's path in RUNDIR
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from typing import Any
 
 INSTANCE_LINK = "standin-statedir"
+TRANSACTIONS = ".standin-transactions"
+"""Beside content.sqlite: every read and write of the state takes this lock, as sqlite's transactions
+keep a reader from seeing a write half-done."""
+
+
+@contextlib.contextmanager
+def transaction(statedir: str) -> Iterator[None]:
+    with open(os.path.join(statedir, TRANSACTIONS), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 NOTE = "minicluster stand-in"
 
 
@@ -70,8 +84,9 @@ class Broker:
             print("content-sqlite.err[0]: setting sqlite 'journal_mode' pragma: database is locked(5)", file=sys.stderr)
             print("flux-broker: rc1-fail", file=sys.stderr)
             sys.exit(1)
-        self.file.seek(0)
-        text = self.file.read()
+        with transaction(self.statedir):
+            self.file.seek(0)
+            text = self.file.read()
         try:
             state = json.loads(text) if text else None
         except ValueError:
@@ -95,14 +110,19 @@ class Broker:
         self.record({"signal": "TERM", "pid": os.getpid()})
         time.sleep(float(os.environ.get("STANDIN_STOP_SECONDS", "0")))  # a broker takes a while to stop
         os.remove(os.path.join(self.rundir, INSTANCE_LINK))
-        self.file.seek(0)
-        state = json.loads(self.file.read())
-        end_running(state, "canceled", "rc3 cleanup: flux cancel --states RUN")
-        self.save(state)
+        with transaction(self.statedir):
+            self.file.seek(0)
+            state = json.loads(self.file.read())
+            end_running(state, "canceled", "rc3 cleanup: flux cancel --states RUN")
+            self._write(state)
         sys.exit(int(os.environ.get("STANDIN_TERM_EXIT", "0")))
 
     def save(self, state: dict[str, Any]) -> None:
         """Through the locked file: closing any other descriptor of it would drop this process's lock."""
+        with transaction(self.statedir):
+            self._write(state)
+
+    def _write(self, state: dict[str, Any]) -> None:
         self.file.seek(0)
         self.file.truncate(0)
         self.file.write(json.dumps(state))
@@ -116,6 +136,7 @@ def statedir_of_client() -> str | None:
 
 
 def load(statedir: str) -> dict[str, Any]:
+    """The state as saved (call inside a transaction)."""
     with open(os.path.join(statedir, "content.sqlite")) as file:
         state: dict[str, Any] = json.load(file)
     return state
@@ -133,7 +154,11 @@ def client(args: list[str], statedir: str | None) -> int:
     if statedir is None:
         print(f"flux-{args[0]}: Unable to connect to Flux: Connection refused", file=sys.stderr)
         return 1
-    state = load(statedir)
+    with transaction(statedir):
+        return _request(args, statedir, load(statedir))
+
+
+def _request(args: list[str], statedir: str, state: dict[str, Any]) -> int:
     queue = state["queue"]
     if args == ["uptime"]:
         print(f" 00:00:01 run 1s,  owner {os.environ.get('USER', 'flux')},  depth 0,  size {state['nodes']}")
