@@ -22,3 +22,14 @@ def plain(value: Any) -> Any:
 
 def is_secret(value: Any) -> bool:
     return isinstance(value, dict) and value.get(rpc._special_sig_key) == rpc._special_secret_sig
+
+
+def without_secrets(value: Any) -> Any:
+    """What a reader of the state, a preview or a log sees: secret values are hidden."""
+    if is_secret(value):
+        return "[secret]"
+    if isinstance(value, dict):
+        return {key: without_secrets(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [without_secrets(item) for item in value]
+    return value

@@ -19,23 +19,12 @@ from components.builders import manifests
 from components.config.spec import load_spec
 from tests.conftest import config
 from tests.harness import AUTONAME_SUFFIX, Deployment, deploy, deploy_rejected
-from tests.plain import is_secret, plain
+from tests.plain import is_secret, plain, without_secrets
 from tests.pods import Pods
 from tests.schemas import assert_conforms
 
 TOKEN = "s3cr3t-t0ken"
 SECRET_KIND = "kubernetes:core/v1:Secret"
-
-
-def without_secrets(value: Any) -> Any:
-    """What a reader of the state, a preview or a log sees: secret values are hidden."""
-    if is_secret(value):
-        return "[secret]"
-    if isinstance(value, dict):
-        return {key: without_secrets(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [without_secrets(item) for item in value]
-    return value
 
 
 def assert_nowhere_in_plain_text(deployment: Deployment, text: str) -> None:
