@@ -7,7 +7,9 @@ and every cell is run here, so the table and the tool cannot disagree.
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -202,6 +204,19 @@ def test_no_kubeconfig_outside_a_cluster(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert cli.main(["status", "--stack", "dev"]) == 2
     assert "no kubeconfig (KUBECONFIG=" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text", ["garbage: [\n", "- a list\n", "just text\n"])
+def test_a_malformed_kubeconfig_is_one_line_and_exit_2(tmp_path: Path, text: str) -> None:
+    """As a user meets it: the tool as a process, KUBECONFIG naming a file that is not a kubeconfig."""
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(text)
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "minicluster.py"), "status", "--stack", "dev"],
+                            capture_output=True, text=True, env=env)  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"error: the kubeconfig {kubeconfig} is not usable: ")
+    assert result.stderr.count("\n") == 1  # one line, no traceback
 
 
 def test_an_unknown_stack_is_a_usage_error(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:

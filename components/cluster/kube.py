@@ -21,6 +21,15 @@ REQUEST_TIMEOUT = (10.0, 60.0)
 Kind = Literal["unreachable", "denied", "not-found", "conflict", "rejected", "server-error", "client-side"]
 
 
+def _unreadable_kubeconfig() -> tuple[type[Exception], ...]:
+    """What the client raises for a kubeconfig it cannot use: its own complaint, YAML that does not
+    parse, or YAML that is not a kubeconfig's mapping."""
+    import yaml
+    from kubernetes import config
+
+    return (config.ConfigException, yaml.YAMLError, TypeError, AttributeError, KeyError)
+
+
 class NoCluster(RuntimeError):
     """No usable kubeconfig context or in-cluster account: the message says which and what exists."""
 
@@ -49,8 +58,8 @@ def api_client(context: str | None) -> Any:
         _check_context(kubeconfig, context)
         try:
             api = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
-        except config.ConfigException as error:
-            raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {error}") from None
+        except _unreadable_kubeconfig() as error:
+            raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {_one_line(str(error))}") from None
     elif context is not None:
         raise NoCluster(f"kubeconfig context {context!r} was asked for, but there is no kubeconfig ({_where()})")
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -82,8 +91,8 @@ def _check_context(kubeconfig: str, context: str | None) -> None:
 
     try:
         contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-    except config.ConfigException as error:
-        raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {error}") from None
+    except _unreadable_kubeconfig() as error:
+        raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {_one_line(str(error))}") from None
     names = [entry["name"] for entry in contexts or []]
     if context is not None and context not in names:
         known = ", ".join(names) if names else "none"
