@@ -617,7 +617,8 @@ def run(args: argparse.Namespace, cluster: Cluster, console: Console) -> int:
         return cmd_logs_all(cluster, args.follow) if args.all else cmd_logs(cluster, args.rank, args.follow)
     if args.command == "wait":
         return cmd_wait(cluster, console, args.timeout)
-    command = [word for word in args.exec_command if word != "--"] or [cluster.spec.flux_path, "resource", "list"]
+    words = args.exec_command[1:] if args.exec_command[:1] == ["--"] else args.exec_command  # the separator only
+    command = words or [cluster.spec.flux_path, "resource", "list"]
     return cmd_exec(cluster, args.rank, command)
 
 

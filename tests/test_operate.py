@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -256,6 +257,21 @@ def test_a_failed_command_in_exec_exits_1_and_says_its_status(kube_api: Cluster,
     err = capsys.readouterr().err
     assert "flux-resource: Connection refused" in err
     assert "the command exited with status 2" in err
+
+
+def test_exec_keeps_every_double_dash_of_the_command_after_the_separator(kube_api: Cluster) -> None:
+    all_running(kube_api)
+    ran: list[list[str]] = []
+
+    def record(_pod: Any, command: list[str]) -> tuple[str, str, int]:
+        ran.append(command)
+        return "", "", 0
+
+    kube_api.exec_handler = record
+    argv = shlex.split("exec --stack dev -- flux run -N2 -- echo -- x")  # as a shell passes it
+    assert cli.main(argv) == 0
+    (command,) = ran
+    assert command[-7:] == ["flux", "run", "-N2", "--", "echo", "--", "x"]
 
 
 def test_exec_on_a_pod_that_loses_its_host_in_between_is_not_a_traceback(kube_api: Cluster, capsys: Any) -> None:
