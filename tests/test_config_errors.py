@@ -105,6 +105,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("flux-view-image-bad", {"fluxView": {"enabled": True, "image": "Not An Image"}}, "minicluster:fluxView.image: must be an image reference"),
     ("env-from-secret-bad-name", {"environmentFromSecrets": {"1X": {"name": "s", "key": "k"}}}, "minicluster:environmentFromSecrets: '1X' is not a valid environment variable name"),
     ("pull-policy-unknown", {"imagePullPolicy": "Sometimes"}, "minicluster:imagePullPolicy: Input should be 'Always', 'IfNotPresent' or 'Never'"),
+    ("optional-object-key-typo", {"command": None, "size": 1, "stateVolume": {"hostPath": "/srv/flux", "acessMode": "ReadWriteOnce"}}, "minicluster:stateVolume.acessMode: unknown config key; did you mean minicluster:stateVolume.accessMode?"),
     ("sidecar-key-typo", {"containers": [{"name": "a", "image": "app:1", "comand": ["x"]}]}, "minicluster:containers[0].comand: unknown config key; did you mean minicluster:containers[0].command?"),
     ("volume-key-typo", {"volumes": {"data": {"path": "/d", "emptydir": {}}}}, "minicluster:volumes.data.emptydir: unknown config key; did you mean minicluster:volumes.data.emptyDir?"),
     ("certificate-empty", {"curveCertificate": ""}, "minicluster:curveCertificate: the certificate is empty"),

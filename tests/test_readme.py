@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.harness import ROOT
 
 README = (ROOT / "README.md").read_text()
@@ -36,6 +38,15 @@ def test_configuration_reference_is_generated_from_the_model() -> None:
     ).stdout.strip()
     assert generated in README, "run: venv/bin/python scripts/config_reference.py --write"
     assert "| `minicluster:size` | int | `1` |" in generated
+
+
+@pytest.mark.parametrize(
+    "key",
+    ["stateVolume.claimName", "stateVolume.accessMode", "stateVolume.hostPath", "stateVolume.checkpointPeriod",
+     "volumes.<name>.emptyDir.medium", "volumes.<name>.emptyDir.sizeLimit"],
+)  # fmt: skip
+def test_the_reference_lists_the_keys_of_optional_objects_too(key: str) -> None:
+    assert f"| `minicluster:{key}` |" in README
 
 
 def test_the_first_command_keeps_secrets_under_a_random_passphrase_made_once(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ import difflib
 import json
 import re
 import tomllib
+import types
 import typing
 from collections.abc import Collection, Mapping
 from typing import Annotated, Any, Literal
@@ -587,21 +588,25 @@ def _nested_unknown_key(loc: list[Any]) -> str:
             skip_next = False
             continue
         field = model.model_fields.get(config_keys(model).get(str(part), str(part)))
-        nested, skip_next = _nested_model(field.annotation if field else None)
+        nested, reached_by = nested_model(field.annotation if field else None)
         if nested is None:
             break
-        model = nested
+        model, skip_next = nested, reached_by != ""
     near = difflib.get_close_matches(str(loc[-1]), list(config_keys(model)), n=1, cutoff=0.6)
     hint = f"; did you mean {NAMESPACE}:{_key_path([*loc[:-1], near[0]])}?" if near else ""
     return f"{NAMESPACE}:{_key_path(loc)}: unknown config key{hint}"
 
 
-def _nested_model(annotation: Any) -> tuple[type[BaseModel] | None, bool]:
-    """The model a field holds, and whether a list position or map key comes before its keys."""
+def nested_model(annotation: Any) -> tuple[type[BaseModel] | None, str]:
+    """The model a field holds (also when optional), and how its keys are reached: "" (an object),
+    "[]" (a list of them) or ".<name>" (a map of them). None when it holds no model."""
+    args = [arg for arg in typing.get_args(annotation) if arg is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 1:
+        annotation = args[0]
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation, False
-    args = typing.get_args(annotation)
-    inner = args[-1] if typing.get_origin(annotation) in (list, dict) and args else None
+        return annotation, ""
+    origin, args = typing.get_origin(annotation), list(typing.get_args(annotation))
+    inner = args[-1] if origin in (list, dict) and args else None
     if isinstance(inner, type) and issubclass(inner, BaseModel):
-        return inner, True
-    return None, False
+        return inner, "[]" if origin is list else ".<name>"
+    return None, ""
