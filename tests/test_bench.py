@@ -5,7 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from tests.harness import ROOT
+from tests.kube_api import Cluster
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import bench
@@ -20,6 +23,13 @@ def test_evaluation_and_render_do_not_grow_with_size() -> None:
     # Timings are noisy on a shared machine, but anything proportional to size would be ~10 000x.
     assert largest.evaluation_s < 3 * base.evaluation_s
     assert largest.render_s < 3 * base.render_s
+
+
+def test_the_benchmark_reaches_no_cluster(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
+    """KUBECONFIG names a reachable API server (the stand-in): the benchmark still asks it nothing."""
+    bench.run([1, 10], repeat=1)
+    assert kube_api.requests == []
+    assert "admission check" not in capsys.readouterr().err
 
 
 def test_the_command_prints_a_ratio_table() -> None:
