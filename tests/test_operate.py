@@ -204,7 +204,9 @@ def test_no_kubeconfig_outside_a_cluster(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     assert cli.main(["status", "--stack", "dev"]) == 2
-    assert "no kubeconfig (KUBECONFIG=" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no kubeconfig (KUBECONFIG=" in err
+    assert "point KUBECONFIG at yours, or make a local cluster with `kind create cluster`" in err
 
 
 @pytest.mark.parametrize("text", ["garbage: [\n", "- a list\n", "just text\n"])

@@ -70,7 +70,10 @@ def api_client(context: str | None) -> Any:
             raise NoCluster(f"the in-cluster service account is not usable: {error}") from None
         api = client.ApiClient(configuration)
     else:
-        raise NoCluster(f"no kubeconfig ({_where()}) and not running inside a cluster")
+        raise NoCluster(
+            f"no kubeconfig ({_where()}) and not running inside a cluster: point KUBECONFIG at yours, or make "
+            "a local cluster with `kind create cluster`"
+        )
     api.configuration.retries = _retries()
     return api
 
