@@ -31,6 +31,7 @@ run_config=${MC_RUN_CONFIG_DIR:?MC_RUN_CONFIG_DIR must name the directory of com
 state=${MC_STATE_DIR:?MC_STATE_DIR must name a writable directory}
 rank=${MC_RANK:-} # set by find_rank, and inherited by rank 0's initial program (--in-instance)
 rejoin_mark=$state/rejoin # written on every rank (flux exec) by a rank 0 that is going away
+local_uri=local://$state/run/local # where this pod's broker listens (its FLUX_URI)
 broker_pid=""
 resume_pid="" # the background step that starts scheduling again after a hand-over
 state_lock="" # the descriptor of the saved instance's lock (rank 0 with a state volume)
@@ -142,7 +143,7 @@ broker_options() {
     "-Stbon.connect_timeout=$MC_CONNECT_TIMEOUT"
     "-Srundir=$state/run"
     "-Sstatedir=$(statedir)"
-    "-Slocal-uri=local://$state/run/local"
+    "-Slocal-uri=$local_uri"
     "-Slog-stderr-level=$MC_LOG_LEVEL"
     "-Slog-stderr-mode=local"
   )
@@ -192,7 +193,7 @@ ready() {
   if [[ -r $state/broker.pid ]]; then pid=$(<"$state/broker.pid"); fi
   [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
   if [[ -r $state/ready && $(<"$state/ready") == "$pid" ]]; then return 0; fi
-  uptime=$(FLUX_URI="local://$state/run/local" "$flux" uptime 2>/dev/null) || return 1
+  uptime=$(FLUX_URI=$local_uri "$flux" uptime 2>/dev/null) || return 1
   [[ " $uptime " == *" run "* ]] || return 1
   printf '%s\n' "$pid" >"$state/ready"
 }
@@ -211,7 +212,7 @@ on_stop() {
 # are cancelled, with a note. Queued jobs stay queued, for a replacement that restarts from the state
 # volume. (Running jobs cannot be kept: rank 0 runs their job shells, and Flux cannot reattach to them.)
 hand_over_rank0() {
-  local -x FLUX_URI="local://$state/run/local"
+  local -x FLUX_URI=$local_uri
   if ! bounded "$flux" exec -r all touch "$rejoin_mark" >/dev/null 2>&1; then
     log "could not mark every worker to rejoin (some may be down); those that were not will complete"
   fi
@@ -255,7 +256,7 @@ stop_scheduling() {
 resume_scheduling() {
   local noted=$1/$MC_STOPPED_QUEUES_FILE queue deadline=$((SECONDS + MC_QUEUE_RESUME_WAIT))
   local -a queues
-  local -x FLUX_URI="local://$state/run/local"
+  local -x FLUX_URI=$local_uri
   mapfile -t queues <"$noted"
   for queue in "${queues[@]}"; do
     until "$flux" queue start --quiet ${queue:+"$queue"} 2>/dev/null; do
@@ -510,7 +511,7 @@ ranks_outside() {
 resize() {
   local from=$1 to=$2 policy=$3 timeout=$4 going fresh jobs deadline
   rank=0
-  export FLUX_URI="local://$state/run/local"
+  export FLUX_URI=$local_uri
   if ((to > from)); then
     going=$(drained_within "$from" "$((to - 1))") || die "cannot list the drained ranks"
     say "growing from $from to $to brokers${going:+: undraining ranks $going, drained when the cluster shrank}"
