@@ -489,13 +489,9 @@ def quorum(size: int, min_size: int | None, largest_size: int) -> int | None:
 
 ALWAYS_SECRET = "curveCertificate"
 """Never echoed, whether or not the stack marks it secret."""
-SECRETS_KEPT = {
-    ALWAYS_SECRET: "a Kubernetes Secret the brokers mount",
-    "environment": "a Kubernetes Secret the Flux container reads with secretKeyRef",
-    "command": "a Kubernetes Secret mounted beside the entrypoint",
-    "hooks": "a Kubernetes Secret mounted beside the entrypoint",
-}
-"""The config keys whose values can stay secret, and where they go instead of the Job's spec."""
+SECRETS_KEPT = (ALWAYS_SECRET, "environment", "command", "hooks")
+"""The config keys whose values can stay secret: they reach the pods through Kubernetes Secrets only
+(the certificate's, and the config Secret: environment by secretKeyRef, command and hooks as files)."""
 
 
 def config_keys(model: type[BaseModel] = MiniClusterSpec) -> dict[str, str]:
