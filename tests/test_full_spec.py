@@ -136,7 +136,10 @@ def test_every_volume_source_becomes_a_pod_volume_and_a_flux_container_mount() -
 def test_the_pods_own_volumes_are_exactly_the_names_user_volumes_may_not_take() -> None:
     from components.config.paths import OWN_VOLUMES
 
-    everything = config(volumes=VOLUMES, fluxView={"enabled": True}, command=None, stateVolume={"claimName": "state"})
+    everything = config(
+        volumes=VOLUMES, fluxView={"enabled": True}, command=None, stateVolume={"claimName": "state"},
+        restfulApi={"enabled": True, "secretName": "api"},
+    )  # fmt: skip
     volumes = pod_of(deploy(everything))["spec"]["volumes"]
     assert [v["name"] for v in volumes if v["name"] not in VOLUMES] == list(OWN_VOLUMES)
 
@@ -250,9 +253,10 @@ def test_broker_attributes_become_lines_for_the_entrypoint() -> None:
     assert files["broker.attributes"] == "broker.rc1_path=\ntbon.tcp_user_timeout=2m\n"
 
 
-def test_a_broker_config_replaces_the_generated_one_whole() -> None:
+def test_a_broker_config_replaces_the_generated_one_whole_but_for_the_tbon_table_it_lacks() -> None:
     own = '[bootstrap]\ncurve_cert = "/var/lib/minicluster/curve.cert"\nhosts = [{ host = "dev-[0-3]" }]\n'
-    assert data(deploy(config(brokerConfig=own)), "dev-broker-config")["broker.toml"] == own
+    written = data(deploy(config(brokerConfig=own)), "dev-broker-config")["broker.toml"]
+    assert written == own + '\n[tbon]\nconnect_timeout = "5s"\n'
 
 
 def test_option_flags_are_split_and_added_after_submit_flags() -> None:
@@ -355,7 +359,7 @@ def test_without_a_state_volume_rank0s_state_stays_in_the_pod() -> None:
     deployment = deploy(config(command=None))
     broker = containers(deployment)["flux-broker"]
     assert all(mount["name"] != "flux-state" for mount in broker["volumeMounts"])
-    assert all(item["name"] != "MC_STATE_VOLUME" for item in broker["env"])
+    assert {"name": "MC_STATE_VOLUME", "value": ""} in broker["env"]  # set, and empty: none
     assert "kvs" not in tomllib.loads(data(deployment, "dev-broker-config")["broker.toml"])
 
 

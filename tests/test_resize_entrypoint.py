@@ -1,6 +1,6 @@
-"""The entrypoint's part in a resize (issue 11), under bash with a stand-in `flux` that keeps an
+"""The scripts' part in a resize (issue 11), under bash with a stand-in `flux` that keeps an
 instance's drained ranks and running jobs: what `pulumi up` runs in rank 0's container before it
-changes the Job (entrypoint.sh --resize FROM TO POLICY TIMEOUT), and what brokers read at start.
+changes the Job (resize.sh FROM TO POLICY TIMEOUT), and what brokers read at start.
 """
 
 from __future__ import annotations
@@ -33,12 +33,12 @@ class Instance:
 
 
 def resize(tmp: Path, instance: Instance, *args: str) -> tuple[Run, list[str]]:
-    """Run --resize on rank 0 of a persistent cluster that may grow to 8; returns the run and rank 0's log."""
+    """Run resize.sh on rank 0 of a persistent cluster that may grow to 8; returns the run and rank 0's log."""
     pods = Pods(tmp, command=None, size=6, maxSize=8)
     (tmp / "state-0").mkdir()
     sink = tmp / "rank0.log"
     sink.write_text("")
-    run = pods.run(0, "--resize", *args, STANDIN_INSTANCE=str(instance.path), MC_LOG_SINK=str(sink))
+    run = pods.run(0, *args, script="resize.sh", STANDIN_INSTANCE=str(instance.path), MC_LOG_SINK=str(sink))
     return run, sink.read_text().splitlines()
 
 
@@ -87,7 +87,7 @@ def test_with_policy_wait_a_shrink_is_called_off_when_the_jobs_outlast_the_timeo
     run, log = resize(tmp_path, instance, "6", "4", "wait", "1")
     assert run.status == 3
     assert instance.drained == {"5": "bad memory"}
-    assert run.subcommand("resource")[1] == ["resource", "drain", "4", SHRINK_REASON]
+    assert run.subcommand("resource")[0] == ["resource", "drain", "--update", "4-5", SHRINK_REASON]
     assert said(run)[-1] == ("the shrink to 4 brokers is called off: after 1s these jobs still run on ranks 4-5: fD")
     assert log[-1].endswith("these jobs still run on ranks 4-5: fD")
 
@@ -118,7 +118,7 @@ def test_a_failing_drain_stops_the_resize_with_flux_s_own_message(tmp_path: Path
     pods_instance.path.write_text("not json")  # the stand-in instance fails: flux resource fails
     run, _ = resize(tmp_path, pods_instance, "6", "4", "wait", "60")
     assert run.status == 1
-    assert "error: cannot list the drained ranks" in run.stderr
+    assert "error: cannot drain ranks 4-5" in run.stderr
 
 
 # -- growing --------------------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def test_a_grow_undrains_the_ranks_that_come_back_and_only_those(tmp_path: Path)
     run, _ = resize(tmp_path, instance, "4", "6", "wait", "60")
     assert run.status == 0
     assert instance.drained == {"7": "bad disk", "2": "admin"}
-    assert said(run) == ["growing from 4 to 6 brokers: undraining ranks 4,5, drained when the cluster shrank"]
+    assert said(run) == ["growing from 4 to 6 brokers: undraining ranks 4-5, drained when the cluster shrank"]
 
 
 def test_a_grow_onto_ranks_never_drained_undrains_nothing(tmp_path: Path) -> None:
@@ -175,8 +175,8 @@ def test_a_job_listing_that_fails_mid_shrink_undrains_what_it_drained_and_stops(
     pods = Pods(tmp_path, command=None, size=6, maxSize=8)
     (tmp_path / "state-0").mkdir()
     run = pods.run(
-        0, "--resize", "6", "4", "wait", "60", STANDIN_INSTANCE=str(instance.path), MC_LOG_SINK=str(tmp_path / "log"),
-        STANDIN_EXITS_JOBS="0 1",
+        0, "6", "4", "wait", "60", script="resize.sh", STANDIN_INSTANCE=str(instance.path),
+        MC_LOG_SINK=str(tmp_path / "log"), STANDIN_EXITS_JOBS="0 1",
     )  # fmt: skip
     assert run.status == 1
     assert "error: cannot list the running jobs" in run.stderr

@@ -1,5 +1,5 @@
 """The Scale resource (issue 11), driven over gRPC as the engine drives it, with the real client in the
-plugin process against the API stand-in; the stand-in's exec runs the real entrypoint (--resize) with a
+plugin process against the API stand-in; the stand-in's exec runs the real resize.sh with a
 stand-in `flux` that keeps an instance's drained ranks and jobs."""
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from tests.test_resize_entrypoint import Instance
 
 SCALE = "pulumi-python:dynamic/minicluster:Scale"
 FULL = "0/3 nodes are available: 3 Insufficient cpu."
-ENTRYPOINT = f"{paths.RUN_CONFIG_DIR}/entrypoint.sh"
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +65,11 @@ class Running:
 
     def run_entrypoint(self, pod: dict[str, Any], command: list[str]) -> tuple[str, str, int | None]:
         self.execs.append(command)
-        assert command[:3] == ["/bin/bash", ENTRYPOINT, "--resize"]
+        assert command[:2] == ["/bin/bash", paths.RESIZE]
         assert pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "0"
-        run = self.pods.run(0, *command[2:], STANDIN_INSTANCE=str(self.instance.path), MC_LOG_SINK=str(self.log))
+        run = self.pods.run(
+            0, *command[2:], script="resize.sh", STANDIN_INSTANCE=str(self.instance.path), MC_LOG_SINK=str(self.log)
+        )
         return "", run.stderr, run.status
 
     @property
@@ -115,10 +116,10 @@ def test_a_grow_undrains_writes_the_size_then_scales_the_job_and_waits(
     cluster = Running(api, tmp_path, 4, instance=Instance(tmp_path, drained=drained))
     outs = plugin.update("default/dev", inputs(plugin), inputs(plugin, size=6))
     assert outs["outcome"].splitlines() == [
-        "growing from 4 to 6 brokers: undraining ranks 4,5, drained when the cluster shrank",
+        "growing from 4 to 6 brokers: undraining ranks 4-5, drained when the cluster shrank",
         "all 6 brokers are ready",
     ]
-    assert cluster.execs == [["/bin/bash", ENTRYPOINT, "--resize", "4", "6", "wait", "600"]]
+    assert cluster.execs == [["/bin/bash", "/etc/minicluster/run/resize.sh", "4", "6", "wait", "600"]]
     assert cluster.instance.drained == {}
     assert cluster.patches() == ["configmaps", "jobs"]  # the new pods read the new size
     assert cluster.job_size == (6, 6)
@@ -231,4 +232,4 @@ def test_a_size_the_api_server_refuses_leaves_the_cluster_as_it_was(
     assert cluster.job_size == (6, 6)
     assert cluster.config_data == {"size": "6", "quorum": "6"}
     assert cluster.instance.drained == {}  # drained for the shrink, then undrained
-    assert [command[3:5] for command in cluster.execs] == [["6", "4"], ["4", "6"]]
+    assert [command[2:4] for command in cluster.execs] == [["6", "4"], ["4", "6"]]

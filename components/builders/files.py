@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+import tomllib
 from importlib import resources
 from typing import Any
 
@@ -10,7 +12,11 @@ import tomli_w
 from components.config import lifecycle, paths, rules
 from components.config.spec import MiniClusterSpec, quorum
 
-ENTRYPOINT_SCRIPT = "entrypoint.sh"
+SCRIPTS = ("entrypoint.sh", "lib.sh", "saved_instance.sh", "instance.sh", "resize.sh")
+"""The scripts in every broker pod's run-config directory (builders/scripts/)."""
+BATCH_SCRIPT = "batch.sh"
+RESTFUL_API_LIBRARIES = ".libraries"
+"""Where, beside the RESTful API's code, its init container installs the libraries it needs."""
 SECRET_ENV_PREFIX = "env."
 """Keys of the config Secret that hold the Flux container's secret environment values (env.NAME)."""
 BROKER_CONFIG_KEY = "broker.toml"
@@ -19,9 +25,11 @@ CURVE_CERT_KEY = "curve.cert"
 
 def broker_toml(spec: MiniClusterSpec) -> str:
     """The broker config (flux-config-bootstrap(5)): rank = position of the hostname in `hosts`.
-    A `brokerConfig` from the stack replaces it whole."""
+    A `brokerConfig` from the stack replaces it whole; its own [tbon] table wins over ours."""
     if spec.broker_config is not None:
-        return spec.broker_config
+        if "tbon" in tomllib.loads(spec.broker_config):
+            return spec.broker_config
+        return f"{spec.broker_config.rstrip()}\n\n{tomli_w.dumps({'tbon': tbon_table(spec)})}"
     config: dict[str, Any] = {
         "bootstrap": {
             "curve_cert": paths.PRIVATE_CURVE_CERT,
@@ -32,12 +40,21 @@ def broker_toml(spec: MiniClusterSpec) -> str:
         },
         # R is written at start by each pod; noverify: nodes need not match it core for core.
         "resource": {"path": paths.RESOURCE_FILE, "noverify": True},
+        "tbon": tbon_table(spec),
     }
     if spec.queue_policy:
         config["sched-fluxion-qmanager"] = {"queue-policy": spec.queue_policy}
     if spec.state_volume is not None:  # a killed rank 0 restarts from the latest checkpoint
         config["kvs"] = {"checkpoint-period": spec.state_volume.checkpoint_period}
     return tomli_w.dumps(config)
+
+
+def tbon_table(spec: MiniClusterSpec) -> dict[str, str]:
+    """The overlay network's settings (flux-config-tbon(5))."""
+    tbon = {"connect_timeout": spec.connect_timeout}
+    if spec.topology is not None:
+        tbon["topo"] = spec.topology
+    return tbon
 
 
 def scale_files(size: int, min_size: int | None, largest_size: int) -> dict[str, str]:
@@ -50,14 +67,14 @@ def scale_files(size: int, min_size: int | None, largest_size: int) -> dict[str,
     return files
 
 
-def entrypoint_script() -> str:
-    return resources.files("components.builders").joinpath(ENTRYPOINT_SCRIPT).read_text()
+def script(name: str) -> str:
+    return resources.files("components.builders").joinpath("scripts", name).read_text()
 
 
 def run_config_files(spec: MiniClusterSpec) -> dict[str, str]:
-    """The entrypoint and the files that configure it (one item per line, no templating), but for
+    """The scripts and the files that configure them (one item per line, no templating), but for
     those that come from secret config keys (secret_run_files)."""
-    files = {ENTRYPOINT_SCRIPT: entrypoint_script()}
+    files = {name: script(name) for name in SCRIPTS}
     if spec.all_submit_flags:
         files["submit.flags"] = _lines(spec.all_submit_flags)
     if spec.broker_attributes:
@@ -75,7 +92,8 @@ def _files_of(spec: MiniClusterSpec, secret: bool) -> dict[str, str]:
     files: dict[str, str] = {}
     if spec.command is not None and spec.is_secret("command") == secret:
         files["command.args"] = _lines(spec.command_args)
-        files["command.lines"] = _lines(spec.command_lines)
+        if spec.mode == "batch":
+            files[BATCH_SCRIPT] = batch_script(spec)
     for hook in ("init", "pre", "post") if spec.is_secret("hooks") == secret else ():
         snippet = getattr(spec.hooks, hook)
         if snippet:
@@ -92,12 +110,26 @@ def config_secret_data(spec: MiniClusterSpec) -> dict[str, str]:
     }
 
 
+def batch_script(spec: MiniClusterSpec) -> str:
+    """The batch job's script: every command line is submitted at once (they may run side by side),
+    then each job is attached to in turn, so that every job's output reaches the log, in the lines'
+    order, and the script fails if one job did. The lines are shell lines, as the user wrote them."""
+    flux = shlex.quote(spec.flux_path)
+    flags = "".join(f"{shlex.quote(flag)} " for flag in spec.all_submit_flags)
+    submits = "".join(f'ids+=("$({flux} submit {flags}{line})")\n' for line in spec.command_lines)
+    return (
+        f"#!/bin/bash\nids=()\n{submits}status=0\n"
+        f'for id in "${{ids[@]}}"; do {flux} job attach "$id" || status=1; done\nexit "$status"\n'
+    )
+
+
 def _lines(items: list[str]) -> str:
     return "".join(f"{item}\n" for item in items)
 
 
 def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
-    """How the entrypoint learns everything it needs (see the top of entrypoint.sh)."""
+    """How the scripts learn everything they need. Every MC_* variable is always set (empty: none),
+    because the scripts require each one and default none."""
     settings: dict[str, object | None] = {
         "MC_FLUX": spec.flux_path,
         "MC_MODE": spec.mode,
@@ -105,8 +137,6 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_TASKS": spec.tasks,
         "MC_HOST_PREFIX": spec.name,
         "MC_HOSTLIST": spec.hostlist,
-        "MC_TOPOLOGY": spec.topology,
-        "MC_CONNECT_TIMEOUT": spec.connect_timeout,
         "MC_LOG_LEVEL": spec.log_level,
         "MC_WORKER_RETRIES": spec.worker_retries,
         "MC_BROKER_CONFIG_DIR": paths.BROKER_CONFIG_DIR,
@@ -114,11 +144,14 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_SCALE_DIR": paths.SCALE_DIR,
         "MC_CURVE_CERT_SOURCE": f"{paths.CURVE_DIR}/{CURVE_CERT_KEY}",
         "MC_STATE_DIR": paths.STATE_DIR,
+        "MC_LOG_PREFIX": lifecycle.LOG_PREFIX,
+        "MC_LOG_SINK": paths.LOG_SINK,
         "MC_QUIET": spec.logging.quiet,
         "MC_STRICT": spec.logging.strict,
         "MC_DEBUG": spec.logging.debug,
         "MC_TIMED": spec.logging.timed,
         "MC_FLUX_VIEW": spec.flux_view.path if spec.flux_view.enabled else None,
+        "MC_BATCH_SCRIPT": BATCH_SCRIPT,
         "MC_BATCH_OUTPUT": spec.batch_output,
         "MC_STATE_VOLUME": paths.STATE_VOLUME if spec.state_volume is not None else None,
         "MC_HAND_OVER_NOTE": lifecycle.HAND_OVER_NOTE,
@@ -128,29 +161,47 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_RESTORE_TRIES": lifecycle.RESTORE_TRIES,
         "MC_RESTORE_GRACE": lifecycle.RESTORE_GRACE,
         "MC_RESTORE_PAUSE": lifecycle.RESTORE_PAUSE,
+        "MC_CALLED_OFF": lifecycle.CALLED_OFF,
+        "MC_RESTFUL_PORT": spec.restful_api.port if spec.restful_api.enabled else None,
         **_restful_api_settings(spec),
     }
     env: list[dict[str, Any]] = [
-        {"name": key, "value": rules.text(value)} for key, value in settings.items() if value is not None
+        {"name": key, "value": "" if value is None else rules.text(value)}
+        for key, value in settings.items()
+        if value is not None or key.startswith(rules.RESERVED_ENV_PREFIX)
     ]
     return env + _restful_api_credentials(spec)
 
 
 def _restful_api_settings(spec: MiniClusterSpec) -> dict[str, object | None]:
-    api = spec.restful_api
-    if not api.enabled:
+    if not spec.restful_api.enabled:
         return {}
     return {
-        "MC_RESTFUL_PORT": api.port,
-        "MC_RESTFUL_DIR": api.install_dir,
-        "MC_RESTFUL_REPOSITORY": api.repository,
-        "MC_RESTFUL_BRANCH": api.branch,
+        **restful_api_location(),
         # The server's own settings (flux-restful-api reads these).
         "FLUX_AUTH_BACKEND": "shared-secret",
         "FLUX_REQUIRE_AUTH": "true",  # the same, for releases before FLUX_AUTH_BACKEND
-        # FLUX_NUMBER_NODES, the server's node count, is set by the entrypoint from the current size.
+        # FLUX_NUMBER_NODES, the server's node count, is set by instance.sh from the current size.
         "FLUX_OPTION_FLAGS": spec.option_flags,
     }
+
+
+def restful_api_location() -> dict[str, str]:
+    """Where the RESTful API's init container puts the server, and rank 0 runs it from."""
+    return {"MC_RESTFUL_DIR": paths.RESTFUL_API_DIR, "MC_RESTFUL_LIBRARIES": RESTFUL_API_LIBRARIES}
+
+
+def restful_api_install_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
+    """The RESTful API's init container (install_restful_api.sh): where the image may have the server,
+    where to clone it from otherwise, and where to put it."""
+    api = spec.restful_api
+    settings = {
+        **restful_api_location(),
+        "MC_RESTFUL_INSTALL_DIR": api.install_dir,
+        "MC_RESTFUL_REPOSITORY": api.repository,
+        "MC_RESTFUL_BRANCH": api.branch,
+    }
+    return [{"name": key, "value": value} for key, value in settings.items()]
 
 
 def _restful_api_credentials(spec: MiniClusterSpec) -> list[dict[str, Any]]:

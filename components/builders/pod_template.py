@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.builders.files import ENTRYPOINT_SCRIPT, SECRET_ENV_PREFIX, entrypoint_env, secret_run_files
+from components.builders.files import (
+    SECRET_ENV_PREFIX,
+    entrypoint_env,
+    restful_api_install_env,
+    restful_api_location,
+    script,
+    secret_run_files,
+)
 from components.builders.names import BROKER_CONTAINER, labels
 from components.config import lifecycle, paths
 from components.config.settings import ContainerSettings, StateVolume, Volume
@@ -45,9 +52,11 @@ def broker_pod(
         "volumes": _volumes(spec, secret_name, broker_config, entrypoint, scale_config, config_secret),
         **_scheduling(spec),
     }
-    # The flux view is copied first; sidecars are native sidecars (init containers that keep running):
-    # they start before the broker and are stopped when it exits, so a Job with a command completes.
+    # The flux view and the RESTful API are put in place first; sidecars are native sidecars (init
+    # containers that keep running): they start before the broker and are stopped when it exits, so a
+    # Job with a command completes.
     init = [flux_view_init_container(spec)] if spec.flux_view.enabled else []
+    init += [restful_api_init_container(spec)] if spec.restful_api.enabled else []
     init += [sidecar(spec, index) for index in range(len(spec.containers))]
     if init:
         template_spec["initContainers"] = init
@@ -61,11 +70,10 @@ def flux_container(spec: MiniClusterSpec, config_secret: Any = None) -> Manifest
     ports = [{"name": "flux-overlay", "containerPort": spec.port, "protocol": "TCP"}]
     if spec.restful_api.enabled:
         ports.append({"name": "restful-api", "containerPort": spec.restful_api.port, "protocol": "TCP"})
-    entrypoint = f"{paths.RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}"
     return {
         "name": BROKER_CONTAINER,
         "image": spec.image,
-        "command": ["/bin/bash", entrypoint],
+        "command": ["/bin/bash", paths.ENTRYPOINT],
         **container_settings(
             spec,
             extra_env=entrypoint_env(spec),
@@ -75,7 +83,7 @@ def flux_container(spec: MiniClusterSpec, config_secret: Any = None) -> Manifest
         "volumeMounts": [*_own_mounts(spec), *_user_mounts(spec, list(spec.volumes))],
         # Ready means this broker is up in the instance, not only that its process runs.
         "readinessProbe": {
-            "exec": {"command": ["/bin/bash", entrypoint, "--ready"]},
+            "exec": {"command": ["/bin/bash", paths.ENTRYPOINT, "--ready"]},
             "periodSeconds": lifecycle.READY_PERIOD,
             "timeoutSeconds": lifecycle.READY_TIMEOUT,
         },
@@ -144,16 +152,33 @@ def flux_view_init_container(spec: MiniClusterSpec) -> Manifest:
     }
 
 
+def restful_api_init_container(spec: MiniClusterSpec) -> Manifest:
+    """Installs the RESTful API before the broker starts (with the Flux image: it has python3)."""
+    return {
+        "name": paths.RESTFUL_API,
+        "image": spec.image,
+        "command": ["/bin/sh", "-c", script("install_restful_api.sh")],
+        "env": restful_api_install_env(spec),
+        "volumeMounts": [_restful_api_mount()],
+    }
+
+
+def _restful_api_mount() -> Manifest:
+    return {"name": paths.RESTFUL_API, "mountPath": restful_api_location()["MC_RESTFUL_DIR"]}
+
+
 def _own_mounts(spec: MiniClusterSpec) -> list[Manifest]:
     mounts: list[Manifest] = [
-        {"name": "broker-config", "mountPath": paths.BROKER_CONFIG_DIR, "readOnly": True},
-        {"name": "run-config", "mountPath": paths.RUN_CONFIG_DIR, "readOnly": True},
-        {"name": "curve-certificate", "mountPath": paths.CURVE_DIR, "readOnly": True},
-        {"name": "scale", "mountPath": paths.SCALE_DIR, "readOnly": True},
-        {"name": "state", "mountPath": paths.STATE_DIR},
+        {"name": paths.BROKER_CONFIG_VOLUME, "mountPath": paths.BROKER_CONFIG_DIR, "readOnly": True},
+        {"name": paths.RUN_CONFIG_VOLUME, "mountPath": paths.RUN_CONFIG_DIR, "readOnly": True},
+        {"name": paths.CURVE_VOLUME, "mountPath": paths.CURVE_DIR, "readOnly": True},
+        {"name": paths.SCALE_VOLUME, "mountPath": paths.SCALE_DIR, "readOnly": True},
+        {"name": paths.STATE_VOLUME_OF_POD, "mountPath": paths.STATE_DIR},
     ]
     if spec.flux_view.enabled:
         mounts.append({"name": FLUX_VIEW, "mountPath": spec.flux_view.path})
+    if spec.restful_api.enabled:
+        mounts.append(_restful_api_mount())
     if spec.state_volume is not None:
         mounts.append({"name": paths.STATE_VOLUME_NAME, "mountPath": paths.STATE_VOLUME})
     return mounts
@@ -174,17 +199,19 @@ def _volumes(
     spec: MiniClusterSpec, secret_name: Any, broker_config: Any, entrypoint: Any, scale_config: Any, config_secret: Any
 ) -> list[Manifest]:
     volumes: list[Manifest] = [
-        {"name": "broker-config", "configMap": {"name": broker_config}},
-        {"name": "run-config", **_run_config_source(spec, entrypoint, config_secret)},
+        {"name": paths.BROKER_CONFIG_VOLUME, "configMap": {"name": broker_config}},
+        {"name": paths.RUN_CONFIG_VOLUME, **_run_config_source(spec, entrypoint, config_secret)},
         # Not subPath-mounted: a resize's new numbers reach running pods too (rank 0 reads them on restart).
-        {"name": "scale", "configMap": {"name": scale_config}},
+        {"name": paths.SCALE_VOLUME, "configMap": {"name": scale_config}},
         # Readable by the container's user whoever that is (root owns Secret files): the entrypoint
         # copies it to the private 0600 file the broker reads, and no other container mounts it.
-        {"name": "curve-certificate", "secret": {"secretName": secret_name, "defaultMode": 0o444}},
-        {"name": "state", "emptyDir": {}},
+        {"name": paths.CURVE_VOLUME, "secret": {"secretName": secret_name, "defaultMode": 0o444}},
+        {"name": paths.STATE_VOLUME_OF_POD, "emptyDir": {}},
     ]
     if spec.flux_view.enabled:
         volumes.append({"name": FLUX_VIEW, "emptyDir": {}})
+    if spec.restful_api.enabled:
+        volumes.append({"name": paths.RESTFUL_API, "emptyDir": {}})
     if spec.state_volume is not None:
         volumes.append({"name": paths.STATE_VOLUME_NAME, **state_volume_source(spec.state_volume)})
     return volumes + [{"name": name, **volume_source(volume)} for name, volume in spec.volumes.items()]

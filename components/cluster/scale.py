@@ -2,7 +2,7 @@
 
 The Indexed Job's parallelism and completions change together (elastic Indexed Jobs: Kubernetes 1.27+,
 GA in 1.31): the pods that stay and the Flux instance are untouched, and Kubernetes adds or removes
-the highest indexes. Rank 0 prepares the instance first (entrypoint.sh --resize, run through the exec
+the highest indexes. Rank 0 prepares the instance first (resize.sh, run through the exec
 API), so that the instance never loses a rank it is using:
 
 - shrink: the ranks that go are drained, and the work on them finishes or is cancelled (shrinkPolicy);
@@ -24,15 +24,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from components.builders.files import ENTRYPOINT_SCRIPT, scale_files
+from components.builders.files import scale_files
 from components.builders.names import BROKER_CONTAINER
 from components.cluster import kube
-from components.config import paths
+from components.config import lifecycle, paths
 
 FIELD_MANAGER = "minicluster-scale"
 """Owns the Job's parallelism and completions (Pulumi ignores them on an elastic Job) and the scale data."""
-CALLED_OFF = 3
-"""entrypoint.sh --resize: work still runs on the ranks that would go, and the shrink is called off."""
 
 NO_RANK0 = "rank 0 is not running, so no work runs on the instance: nothing to drain or undrain"
 
@@ -136,18 +134,15 @@ def _prepare(core: Any, want: Scale, current: int) -> list[str]:
     rank0 = _running_rank0(core, want)
     if rank0 is None:
         return [NO_RANK0]
-    command = [
-        "/bin/bash", f"{paths.RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}", "--resize",
-        str(current), str(want.size), want.shrink_policy, str(want.shrink_timeout),
-    ]  # fmt: skip
+    command = ["/bin/bash", paths.RESIZE, str(current), str(want.size), want.shrink_policy, str(want.shrink_timeout)]
     _, stderr, code = kube.run_in_pod(
         core, want.namespace, rank0, BROKER_CONTAINER, command, timeout=want.shrink_timeout + 60.0
     )
-    lines = [line.removeprefix("minicluster[rank 0]: ") for line in stderr.splitlines() if line.strip()]
+    lines = [line.removeprefix(f"{lifecycle.LOG_PREFIX}[rank 0]: ") for line in stderr.splitlines() if line.strip()]
     if code == 0:
         return lines
     last = lines[-1] if lines else "(no output)"
-    if code == CALLED_OFF:
+    if code == lifecycle.CALLED_OFF:
         raise ResizeFailed(
             f"{last}. Nothing changed: the cluster stays at {current} brokers. Run `pulumi up` again to wait "
             "more, or set minicluster:shrinkPolicy to cancel"

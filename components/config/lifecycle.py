@@ -28,3 +28,8 @@ READY_PERIOD = 2
 (`flux uptime`); after that, only whether that broker still runs (bash and kill -0, a few ms)."""
 READY_TIMEOUT = 10
 """Seconds one probe may take (`flux uptime` connects to the local broker)."""
+
+LOG_PREFIX = "minicluster"
+"""Every line the scripts log starts `<LOG_PREFIX>[rank N]: `."""
+CALLED_OFF = 3
+"""resize.sh's exit status when work still runs on the ranks that would go: the shrink is called off."""

@@ -1,9 +1,10 @@
 """Where things are inside a broker pod: defined once, used by the builders (mounts, broker.toml,
-env vars for the entrypoint) and by the config checks (user volumes must not land on them)."""
+env vars for the scripts) and by the config checks (user volumes must not land on them)."""
 
 PREFIX = "/etc/minicluster"
 BROKER_CONFIG_DIR = f"{PREFIX}/broker"
 RUN_CONFIG_DIR = f"{PREFIX}/run"
+"""The scripts (builders/scripts/) and the files that configure them."""
 CURVE_DIR = f"{PREFIX}/curve"
 SCALE_DIR = f"{PREFIX}/scale"
 """The current size and quorum (files `size`, `quorum`): a ConfigMap that a resize updates in place,
@@ -16,15 +17,34 @@ LOCAL_URI = f"local://{STATE_DIR}/run/local"
 """Where a process in a broker's container (`kubectl exec`) reaches that broker: set FLUX_URI to it."""
 STATE_VOLUME = "/var/lib/minicluster-state"
 """Where the state volume (minicluster:stateVolume) is mounted: rank 0's statedir is in it."""
-RESERVED = (PREFIX, STATE_DIR, STATE_VOLUME)
+RESTFUL_API_DIR = "/var/lib/minicluster-api"
+"""The RESTful API's code and libraries, put there by its init container, run from there by rank 0."""
+RESERVED = (PREFIX, STATE_DIR, STATE_VOLUME, RESTFUL_API_DIR)
+
+ENTRYPOINT = f"{RUN_CONFIG_DIR}/entrypoint.sh"
+RESIZE = f"{RUN_CONFIG_DIR}/resize.sh"
+LOG_SINK = "/proc/1/fd/2"
+"""Rank 0's log, for a script run through the exec API (resize.sh): the stderr of the container's
+first process, the entrypoint."""
 
 KEYGEN_DIR = "/var/run/minicluster-keygen"
 """In the keygen pod: a memory-backed emptyDir where `flux keygen` writes the certificate, which
 `pulumi up` reads through the exec API (never the pod's log)."""
 KEYGEN_CERT = f"{KEYGEN_DIR}/curve.cert"
 
+# The volumes of a broker pod, by name.
+BROKER_CONFIG_VOLUME = "broker-config"
+RUN_CONFIG_VOLUME = "run-config"
+SCALE_VOLUME = "scale"
+CURVE_VOLUME = "curve-certificate"
+STATE_VOLUME_OF_POD = "state"
 FLUX_VIEW = "flux-view"
 """The flux-view init container and its volume."""
+RESTFUL_API = "restful-api"
+"""The RESTful API's init container and its volume."""
 STATE_VOLUME_NAME = "flux-state"
-OWN_VOLUMES = ("broker-config", "run-config", "scale", "curve-certificate", "state", FLUX_VIEW, STATE_VOLUME_NAME)
+OWN_VOLUMES = (
+    BROKER_CONFIG_VOLUME, RUN_CONFIG_VOLUME, SCALE_VOLUME, CURVE_VOLUME, STATE_VOLUME_OF_POD, FLUX_VIEW, RESTFUL_API,
+    STATE_VOLUME_NAME,
+)  # fmt: skip
 """The volumes the broker pod has for itself: a user volume may not take one of these names."""

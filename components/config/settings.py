@@ -365,7 +365,7 @@ class RestfulApi(Model):
     secret_name: str | None = None
     """Existing Secret with keys `user`, `token` and `secret-key` (required when enabled)."""
     install_dir: str = "/code"
-    """Where the server's code is; if the image lacks it, it is cloned and installed there at start."""
+    """Where the image has the server's code (its init container copies it); otherwise it is cloned."""
     repository: str = FLUX_RESTFUL_API_REPOSITORY
     """GitHub repository to install from."""
     branch: str = "main"

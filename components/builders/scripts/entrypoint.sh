@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# MiniCluster broker entrypoint: the same script runs in every pod, for every rank and mode.
+#
+# Usage: entrypoint.sh           start this pod's broker
+#        entrypoint.sh --ready   the readiness probe: exits 0 only while this pod's broker is up in the
+#                                instance (`flux uptime` says run)
+#
+# Static: the Job configures it with MC_* variables (all required; defined in builders/files.py) and
+# the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
+# init.sh, pre.sh and post.sh, and the other scripts: lib.sh, saved_instance.sh (rank 0 across pods),
+# instance.sh (rank 0's program for batch, interactive, the RESTful API) and resize.sh.
+# The current size and quorum are read at start from MC_SCALE_DIR, which a resize rewrites in place.
+# Stopping: SIGTERM is passed to the broker at once, and the pod exits 143 (never 0: a Job does not
+# rerun a succeeded index); rank 0 first hands the instance over (saved_instance.sh).
+
+set -o pipefail
+if [[ ${MC_STRICT:?} == true ]]; then set -euo pipefail; fi
+if [[ ${MC_DEBUG:?} == true ]]; then set -x; fi
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+source "${MC_RUN_CONFIG_DIR:?}/lib.sh"
+# shellcheck source=saved_instance.sh source-path=SCRIPTDIR
+source "$run_config/saved_instance.sh"
+
+rejoin_mark=$state/rejoin # written on every rank (flux exec) by a rank 0 that is going away
+broker_pid=""
+resume_pid="" # the background step that starts scheduling again after a hand-over
+state_lock="" # the descriptor of the saved instance's lock (rank 0 with a state volume)
+broker_was_ready=false # the last broker was up in its instance (the readiness probe said so)
+stop_requested=false
+readonly STOPPED=143 # 128 + SIGTERM
+
+# Hooks are user shell snippets. Under strict logging they run strict too, and a failure stops the pod.
+run_hook() {
+  local hook=$run_config/$1.sh status=0
+  [[ -f $hook ]] || return 0
+  log "running the $1 hook"
+  if [[ $MC_STRICT == true ]]; then
+    bash -euo pipefail "$hook" || status=$?
+    if ((status != 0)); then die "the $1 hook failed with status $status"; fi
+  else
+    bash "$hook" || log "the $1 hook failed with status $? (continuing; set logging.strict to stop)"
+  fi
+}
+
+# The rank is this pod's position in the hostlist <prefix>-[0-(max_size-1)]: the number after the prefix.
+find_rank() {
+  local host=${HOSTNAME%%.*} index
+  index=${host#"${MC_HOST_PREFIX:?}-"}
+  if [[ $index == "$host" || ! $index =~ ^(0|[1-9][0-9]*)$ ]] || ((index >= ${MC_MAX_SIZE:?})); then
+    die "hostname '$host' is not in the hostlist ${MC_HOSTLIST:?}"
+  fi
+  if [[ ${JOB_COMPLETION_INDEX:-} != "$index" ]]; then
+    die "hostname '$host' says rank $index but JOB_COMPLETION_INDEX is '${JOB_COMPLETION_INDEX:-unset}'"
+  fi
+  rank=$index
+  export MC_RANK=$rank
+}
+
+# The current size (MC_SIZE) and quorum (MC_QUORUM, may be empty), exported for rank 0's program.
+read_scale() {
+  local scale=${MC_SCALE_DIR:?}
+  [[ -r $scale/size ]] || die "cannot read the current size from $scale/size"
+  MC_SIZE=$(<"$scale/size") MC_QUORUM=""
+  if [[ -r $scale/quorum ]]; then MC_QUORUM=$(<"$scale/quorum"); fi
+  [[ $MC_SIZE =~ ^[1-9][0-9]*$ ]] || die "$scale/size holds '$MC_SIZE', not a size"
+  export MC_SIZE MC_QUORUM
+}
+
+# The broker refuses a certificate others can read, and the Secret mount is read-only: copy it privately.
+prepare_state() {
+  mkdir -p "$state/run" "$(statedir)" || die "cannot create $state and $(statedir)"
+  rm -f "$rejoin_mark" # a mark from this container's previous run is not for this one
+  (umask 077 && cp "${MC_CURVE_CERT_SOURCE:?}" "$state/curve.cert") || die "cannot copy $MC_CURVE_CERT_SOURCE"
+  chmod 0600 "$state/curve.cert"
+  # Every host gets this pod's cores and GPUs: the nodes of one MiniCluster are assumed alike.
+  "$flux" R encode --hosts="$MC_HOSTLIST" --local >"$state/R" || die "flux R encode failed"
+}
+
+broker_options() {
+  local -n options_out_=$1
+  local -a attributes
+  options_out_=(
+    "-o,--config-path=${MC_BROKER_CONFIG_DIR:?}"
+    "-Srundir=$state/run"
+    "-Sstatedir=$(statedir)"
+    "-Slocal-uri=$local_uri"
+    "-Slog-stderr-level=${MC_LOG_LEVEL:?}"
+    "-Slog-stderr-mode=local"
+  )
+  if [[ -n $MC_QUORUM ]]; then options_out_+=("-Sbroker.quorum=$MC_QUORUM"); fi
+  read_lines attributes broker.attributes
+  if ((${#attributes[@]})); then options_out_+=("${attributes[@]/#/-S}"); fi
+}
+
+# Where rank 0 keeps the instance's state: on the state volume if there is one (a replaced rank 0
+# restarts the same instance from it), else in the pod.
+statedir() {
+  if ((rank == 0)) && [[ -n ${MC_STATE_VOLUME?} ]]; then
+    printf '%s/%s' "$MC_STATE_VOLUME" "$MC_HOST_PREFIX"
+  else
+    printf '%s/content' "$state"
+  fi
+}
+
+# The broker runs in the background so that this shell can take SIGTERM while it works. It gets what
+# a foreground command would: bash ignores SIGINT and SIGQUIT in a background command and gives it
+# /dev/null as stdin, and the broker and everything it runs would inherit that.
+run_broker() {
+  local status=0
+  (
+    trap - INT QUIT
+    exec "$@"
+  ) <&0 &
+  broker_pid=$!
+  printf '%s\n' "$broker_pid" >"$state/broker.pid"
+  wait "$broker_pid" || status=$?
+  while kill -0 "$broker_pid" 2>/dev/null; do # a signal interrupted the wait: the broker is still stopping
+    status=0
+    wait "$broker_pid" || status=$?
+  done
+  broker_was_ready=false
+  if [[ -e $state/ready ]]; then broker_was_ready=true; fi
+  rm -f "$state/broker.pid" "$state/ready"
+  broker_pid=""
+  return "$status"
+}
+
+# The readiness probe. Until the broker is up it asks Flux; then it remembers which broker said so,
+# and asks only whether that broker still runs (run_broker forgets it when it exits).
+ready() {
+  local pid="" uptime
+  if [[ -r $state/broker.pid ]]; then pid=$(<"$state/broker.pid"); fi
+  [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
+  if [[ -r $state/ready && $(<"$state/ready") == "$pid" ]]; then return 0; fi
+  uptime=$(FLUX_URI=$local_uri "$flux" uptime 2>/dev/null) || return 1
+  [[ " $uptime " == *" run "* ]] || return 1
+  printf '%s\n' "$pid" >"$state/ready"
+}
+
+on_stop() {
+  if [[ $stop_requested == true ]]; then return; fi
+  stop_requested=true
+  log "told to stop (SIGTERM)${broker_pid:+: stopping the broker}"
+  if [[ -n $broker_pid ]] && [[ $rank == 0 ]]; then hand_over_rank0; fi
+  if [[ -n $resume_pid ]]; then kill "$resume_pid" 2>/dev/null || true; fi
+  if [[ -n $broker_pid ]]; then kill -TERM "$broker_pid" 2>/dev/null || true; fi
+}
+
+# Rank 0: the instance's initial program decides the mode. flux start returns that program's status.
+start_rank0() {
+  local -a options command flags program layout
+  broker_options options
+  task_layout layout
+  read_lines command command.args
+  read_lines flags submit.flags
+  if [[ -n ${MC_RESTFUL_PORT?} ]]; then
+    program=(bash "$run_config/instance.sh")
+  elif ((${#command[@]} == 0)); then
+    log "persistent instance: no initial program; stop it with 'flux shutdown'"
+    program=(-Sbroker.rc2_none=1)
+  else
+    case ${MC_MODE:?} in
+      submit) program=("$flux" submit --watch "${layout[@]}" "${flags[@]}" "${command[@]}") ;;
+      launcher) program=("${command[@]}") ;;
+      batch | interactive) program=(bash "$run_config/instance.sh") ;;
+      *) die "unknown MC_MODE '$MC_MODE'" ;;
+    esac
+  fi
+  run_broker "$flux" start "${options[@]}" "${program[@]}"
+}
+
+# Workers run a broker with no program. A worker that starts before rank 0 is reachable may exit
+# early: retry with a short, bounded backoff. Exit 0 means the instance shut down, which ends this
+# pod's work, unless rank 0 marked it to rejoin rank 0's replacement. A broker that had joined and
+# then fails lost its rank 0 (killed, so it could not mark anyone): it retries with a fresh budget.
+start_worker() {
+  local -a options
+  local attempt=1 delay=1 status
+  broker_options options
+  while :; do
+    status=0
+    run_broker "$flux" start "${options[@]}" || status=$?
+    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
+    if ((status == 0)) && [[ -e $rejoin_mark ]]; then
+      rm -f "$rejoin_mark"
+      log "rank 0's pod went away: rejoining when its replacement is up"
+      attempt=1 delay=1
+      continue
+    fi
+    if ((status == 0)); then
+      log "the instance shut down"
+      return 0
+    fi
+    if [[ $broker_was_ready == true ]]; then # it had joined: rank 0 went away unannounced (killed)
+      log "broker exited with status $status after it had joined the instance: rejoining rank 0's replacement"
+      attempt=0 delay=1
+    fi
+    if ((attempt >= ${MC_WORKER_RETRIES:?})); then
+      log "broker exited with status $status; giving up after $attempt tries"
+      return "$status"
+    fi
+    log "broker exited with status $status; try $((attempt + 1))/$MC_WORKER_RETRIES in ${delay}s"
+    pause "$delay"
+    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
+    attempt=$((attempt + 1))
+    delay=$((delay < 8 ? delay * 2 : 10))
+  done
+}
+
+main() {
+  use_flux_view
+  if [[ ${1:-} == --ready ]]; then
+    ready
+    return
+  fi
+  restore_view_software
+  trap on_stop TERM INT
+  run_hook init
+  find_rank
+  read_scale
+  log "rank $rank of $MC_SIZE in $MC_HOSTLIST, mode $MC_MODE"
+  if ((rank >= MC_SIZE)); then
+    log "rank $rank is beyond the current size $MC_SIZE: the cluster is being resized; starting anyway" \
+      "(Kubernetes removes this pod if it is shrinking)"
+  fi
+  prepare_state
+  run_hook pre
+  local status=0 started=$SECONDS
+  if [[ $stop_requested == true ]]; then
+    status=$STOPPED
+  elif ((rank == 0)) && [[ -n $MC_STATE_VOLUME ]]; then
+    start_saved_instance || status=$?
+  elif ((rank == 0)); then
+    start_rank0 || status=$?
+  else
+    start_worker || status=$?
+  fi
+  if [[ $stop_requested == true ]]; then status=$STOPPED; fi
+  if [[ ${MC_TIMED:?} == true ]]; then log "the broker ran for $((SECONDS - started))s"; fi
+  export MC_EXIT_STATUS=$status
+  run_hook post
+  log "exiting with status $status"
+  return "$status"
+}
+
+main "$@"

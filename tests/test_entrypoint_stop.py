@@ -1,0 +1,157 @@
+"""Stopping and losing pods, and rank 0's instance on the state volume: the real entrypoint under bash,
+with SIGTERM sent as the kubelet sends it (issue 13)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from tests.pods import BLOCK, SAVED, Pods, starts, stop, wait_for
+
+# -- stopping, and losing pods (issue 13) ---------------------------------------------------------
+
+
+def test_sigterm_reaches_the_broker_at_once_and_a_worker_exits_143_after_its_post_hook(tmp_path: Path) -> None:
+    trace = tmp_path / "trace"
+    pods = Pods(tmp_path, hooks={"post": f'echo "post $MC_EXIT_STATUS" >> {trace}'})
+    run, took = stop(pods.start(1, **BLOCK))
+    assert took < 2
+    assert {"signal": "TERM"}.items() <= run.calls[-1].items()  # the broker itself was told
+    assert run.status == 143  # not 0: a Job reruns the index of a pod that was told to stop
+    assert trace.read_text() == "post 143\n"
+    assert "told to stop (SIGTERM): stopping the broker" in run.stderr
+
+
+def test_a_broker_told_to_stop_is_not_restarted_by_the_retry_loop(tmp_path: Path) -> None:
+    run, _ = stop(Pods(tmp_path).start(2, **BLOCK, STANDIN_TERM_EXIT="1"))
+    assert len(run.subcommand("start")) == 1
+    assert run.status == 143
+    assert "try 2/" not in run.stderr
+
+
+def test_rank0_told_to_stop_marks_every_worker_to_rejoin_stops_scheduling_and_cancels_running_jobs(
+    tmp_path: Path,
+) -> None:
+    pods = Pods(tmp_path, command=None)
+    workers = [tmp_path / f"state-{rank}" for rank in (1, 2, 3)]
+    for directory in workers:
+        directory.mkdir()
+    run, took = stop(pods.start(0, **SAVED, STANDIN_EXEC_ON=" ".join(map(str, workers))), saved=True)
+    assert took < 2
+    uri = f"local://{tmp_path / 'state-0'}/run/local"
+    steps = [call for call in run.calls if "argv" in call or "signal" in call]
+    after_start = steps[[call.get("argv", [""])[0] for call in steps].index("start") + 1 :]
+    marked, status, stopped, cancelled, told = after_start
+    assert marked["argv"] == ["exec", "-r", "all", "touch", str(tmp_path / "state-0" / "rejoin")]
+    assert status["argv"] == ["queue", "status"]
+    assert stopped["argv"] == ["queue", "stop", "--quiet", "--message=minicluster: rank 0's pod is stopping"]
+    assert cancelled["argv"] == ["cancel", "--user=all", "--states=running",
+                                 "--message=minicluster: rank 0's pod is stopping"]  # fmt: skip
+    assert marked["env"]["FLUX_URI"] == stopped["env"]["FLUX_URI"] == cancelled["env"]["FLUX_URI"] == uri
+    assert told["signal"] == "TERM"  # the broker hears of it only after the workers were marked
+    assert all((directory / "rejoin").exists() for directory in workers)
+    assert "cancelling the running jobs: rank 0's pod is stopping" in run.stderr
+    assert run.status == 143
+
+
+def test_a_worker_marked_to_rejoin_starts_its_broker_again_instead_of_completing(tmp_path: Path) -> None:
+    down = tmp_path / "instance-down"
+    process, log = started = Pods(tmp_path).start(1, **BLOCK, STANDIN_START_UNTIL=str(down))
+    wait_for(lambda: starts(log) == 1, "the broker to start")
+    (tmp_path / "state-1" / "rejoin").touch()  # rank 0 marked it, then shut the instance down
+    down.touch()
+    wait_for(lambda: starts(log) == 2, "the broker to start again")
+    assert process.poll() is None
+    run, _ = stop(started)
+    assert "rank 0's pod went away: rejoining when its replacement is up" in run.stderr
+    assert not (tmp_path / "state-1" / "rejoin").exists()
+    assert run.status == 143
+
+
+def test_a_worker_completes_when_the_instance_shuts_down_for_good(tmp_path: Path) -> None:
+    down = tmp_path / "instance-down"
+    _, log = started = Pods(tmp_path).start(1, **BLOCK, STANDIN_START_UNTIL=str(down))
+    wait_for(lambda: starts(log) == 1, "the broker to start")
+    down.touch()  # rank 0's command finished, or `flux shutdown`: no mark
+    run = Pods.wait(started)
+    assert (run.status, len(run.subcommand("start"))) == (0, 1)
+    assert "the instance shut down" in run.stderr
+
+
+def test_sigterm_to_rank0_of_a_persistent_cluster_makes_no_worker_exit_0(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, command=None)
+    downs = [tmp_path / f"down-{rank}" for rank in (1, 2, 3)]
+    workers = {rank: pods.start(rank, **BLOCK, STANDIN_START_UNTIL=str(downs[rank - 1])) for rank in (1, 2, 3)}
+    for _, log in workers.values():
+        wait_for(lambda log=log: starts(log) == 1, "the workers' brokers")
+    rank0 = pods.start(0, **BLOCK, STANDIN_EXEC_ON=" ".join(str(tmp_path / f"state-{r}") for r in (1, 2, 3)),
+                       STANDIN_ON_TERM_TOUCH=" ".join(map(str, downs)))  # fmt: skip
+    run0, took = stop(rank0)
+    assert (run0.status, took < 2) == (143, True)
+    for process, log in workers.values():  # each rejoins: its broker starts again, waiting for rank 0
+        wait_for(lambda log=log: starts(log) == 2, "the workers to rejoin")
+        assert process.poll() is None
+    for started in workers.values():
+        run, _ = stop(started)
+        assert run.status == 143
+
+
+# -- the state volume: rank 0 comes back with its queue --------------------------------------------
+
+
+def test_rank0_keeps_the_instance_state_on_the_state_volume_and_workers_do_not(tmp_path: Path) -> None:
+    volume = tmp_path / "volume"
+    pods = Pods(tmp_path, command=None)
+    assert f"-Sstatedir={volume}/dev" in pods.run(0, MC_STATE_VOLUME=str(volume)).start
+    assert (volume / "dev").is_dir()  # made before the broker starts, so the broker never removes it
+    assert f"-Sstatedir={tmp_path}/state-1/content" in pods.run(1, MC_STATE_VOLUME=str(volume)).start
+
+
+def test_a_saved_instance_is_restarted_from_the_state_volume(tmp_path: Path) -> None:
+    saved = tmp_path / "volume" / "dev"
+    saved.mkdir(parents=True)
+    (saved / "content.sqlite").write_text("saved")
+    run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"))
+    assert f"restarting the instance saved in {saved}: its queue and job history come back" in run.stderr
+    assert len(run.subcommand("start")) == 1
+    assert (saved / "content.sqlite").read_text() == "saved"
+
+
+def test_a_saved_state_the_broker_cannot_start_from_is_kept_aside_for_recovery(tmp_path: Path) -> None:
+    saved = tmp_path / "volume" / "dev"
+    saved.mkdir(parents=True)
+    (saved / "content.sqlite").write_text("torn")
+    run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1 1 1 0")
+    (kept,) = (tmp_path / "volume").glob("dev.failed-*")
+    assert (kept / "content.sqlite").read_text() == "torn"
+    assert f"with 'flux start --recovery={kept}'" in run.stderr
+    assert run.sleeps == ["sleep 5", "sleep 5"]  # three tries, five seconds apart
+    assert (len(run.subcommand("start")), run.status) == (4, 0)
+    assert not (saved / "content.sqlite").exists()  # the new instance starts empty
+
+
+def test_a_saved_instance_that_ran_and_then_failed_is_not_thrown_away(tmp_path: Path) -> None:
+    saved = tmp_path / "volume" / "dev"
+    saved.mkdir(parents=True)
+    (saved / "content.sqlite").write_text("saved")
+    run = Pods(tmp_path, command=None).run(
+        0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1", MC_RESTORE_GRACE="0"
+    )
+    assert (len(run.subcommand("start")), run.status) == (1, 1)
+    assert list((tmp_path / "volume").glob("dev.failed-*")) == []
+
+
+def test_rank0_marks_the_workers_even_in_an_image_without_timeout(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, command=None)
+    worker = tmp_path / "state-1"
+    worker.mkdir()
+    no_timeout = tmp_path / "no-timeout-bin"
+    no_timeout.mkdir()
+    for tool in ("bash", "mkdir", "cp", "chmod", "rm", "sleep", "touch", "kill"):
+        found = shutil.which(tool)
+        if found and not (no_timeout / tool).exists():
+            (no_timeout / tool).symlink_to(found)
+    path = f"{pods.bin}:{no_timeout}"
+    run, _ = stop(pods.start(0, **BLOCK, STANDIN_EXEC_ON=str(worker), PATH=path))
+    assert (worker / "rejoin").exists()
+    assert run.status == 143
