@@ -3,7 +3,7 @@
 import pulumi
 
 from components.cluster import admission
-from components.config.spec import ConfigError, load_spec
+from components.config.loader import ConfigError, load_spec
 from components.resources.minicluster import MiniCluster, MiniClusterArgs, stack_config, stack_secret_keys
 
 try:

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from components.builders.rendering import render  # noqa: E402
-from components.config.spec import load_spec  # noqa: E402
+from components.config.loader import load_spec  # noqa: E402
 from tests.harness import deploy  # noqa: E402  (the same mocks the tests use)
 
 DEFAULT_SIZES = (1, 10, 100, 1000, 10_000)

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from components.cluster import admission, fit  # noqa: E402
-from components.config.spec import load_spec  # noqa: E402
+from components.config.loader import load_spec  # noqa: E402
 
 CPU = ("100m", "250m", "500m", "1", "2")
 MEMORY = ("128Mi", "256Mi", "1Gi", "2Gi")

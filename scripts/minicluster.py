@@ -37,7 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from components.builders.manifests import BROKER_CONTAINER, LOCAL_URI, labels
 from components.cluster import kube
 from components.config import stack_file
-from components.config.spec import ConfigError, MiniClusterSpec
+from components.config.loader import ConfigError
+from components.config.spec import MiniClusterSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 EXIT_NOT_RUNNING, EXIT_UNREACHABLE, EXIT_DENIED, EXIT_INTERRUPTED = 5, 6, 7, 130

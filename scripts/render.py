@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 
 from components.builders.rendering import render  # noqa: E402
 from components.config import stack_file  # noqa: E402
-from components.config.spec import ConfigError  # noqa: E402
+from components.config.loader import ConfigError  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,8 @@ from typing import Any
 
 from components.builders import files, manifests
 from components.config import certificate
-from components.config.spec import MiniClusterSpec, load_spec
+from components.config.loader import load_spec
+from components.config.spec import MiniClusterSpec
 from tests.conftest import config
 from tests.standins import saved_instance
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from components.cluster import admission
-from components.config.spec import load_spec
+from components.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import deploy, deploy_rejected
 from tests.kube_api import Cluster, running

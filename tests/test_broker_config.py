@@ -9,7 +9,7 @@ import hostlist
 import pytest
 
 from components.builders.manifests import broker_toml
-from components.config.spec import load_spec
+from components.config.loader import load_spec
 from tests.conftest import config
 
 

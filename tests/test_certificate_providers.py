@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from components.config import certificate, paths
-from components.config.spec import load_spec
+from components.config.loader import load_spec
 from components.resources import keygen
 from tests.conftest import config
 from tests.kube_api import Cluster, StandIn, Step, running

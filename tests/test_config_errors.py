@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from components.config.settings import StateVolume
 from tests.conftest import config
 from tests.harness import deploy_rejected
 
@@ -116,6 +117,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("state-volume-two-sources", {"command": None, "stateVolume": {"claimName": "s", "hostPath": "/srv"}}, "minicluster:stateVolume: needs exactly one of claimName and hostPath"),
     ("state-volume-no-source", {"command": None, "stateVolume": {}}, "minicluster:stateVolume: needs exactly one of claimName and hostPath"),
     ("state-volume-period", {"command": None, "stateVolume": {"claimName": "s", "checkpointPeriod": "often"}}, "minicluster:stateVolume.checkpointPeriod: must be a Flux duration"),
+    ("topology-beside-own-tbon", {"topology": "binomial", "brokerConfig": '[bootstrap]\ncurve_cert = "/c"\nhosts = [{ host = "dev-[0-3]" }]\n[tbon]\ntopo = "kary:2"\n'},
+     "minicluster:topology goes into broker.toml's [tbon] table, and minicluster:brokerConfig has its own: set it there, or remove the [tbon] table"),
 ]  # fmt: skip
 
 
@@ -148,3 +151,12 @@ def test_keys_of_other_namespaces_belong_to_their_providers() -> None:
     from tests.harness import deploy
 
     assert deploy({**config(), "kubernetes:context": "kind-flux", "aws:region": "us-east-1"}).outputs["size"] == 4
+
+
+def test_rules_across_keys_say_which_key_is_at_fault() -> None:
+    from components.config import consistency
+    from components.config.loader import load_spec
+
+    spec = load_spec({f"minicluster:{k}": v for k, v in config(command=None, size=1).items()}, "dev")
+    grown = spec.model_copy(update={"max_size": 3, "state_volume": StateVolume(host_path="/srv/flux")})
+    assert [problem.key for problem in consistency.problems(grown)] == ["stateVolume.hostPath"]

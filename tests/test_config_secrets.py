@@ -16,7 +16,7 @@ import kubernetes_validate
 import pytest
 
 from components.builders import manifests
-from components.config.spec import load_spec
+from components.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import AUTONAME_SUFFIX, Deployment, deploy, deploy_rejected
 from tests.plain import is_secret, plain, without_secrets

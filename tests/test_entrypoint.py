@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from components.builders import manifests
+from components.builders import files, manifests
 from tests.pods import SCRIPTS, Pods
 
 
@@ -47,7 +47,7 @@ def test_every_rank_finds_itself_and_only_rank0_runs_the_command(tmp_path: Path,
     runs = [Pods.wait(pods.start(rank)) for rank in range(size)]  # one process per rank, concurrently
     assert [run.status for run in runs] == [0] * size
     for rank, run in enumerate(runs):
-        assert f"minicluster[rank {rank}]: rank {rank} of {size} in {pods.spec.hostlist}" in run.stderr
+        assert f"minicluster[rank {rank}]: rank {rank} of {size} in {files.hostlist(pods.spec)}" in run.stderr
         layout = [f"-N{size}", "-n1"] if size == 1 else ["-n1"]  # one task: -N only when it is not more
         expected_program = ["flux", "submit", "--watch", *layout, "hostname"] if rank == 0 else []
         assert run.start == ["start", *broker_options(pods, rank), *expected_program]

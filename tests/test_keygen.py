@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from components.builders import manifests
-from components.config.spec import load_spec
+from components.config.loader import load_spec
 from tests.conftest import IMAGE, config
 
 SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")

@@ -21,7 +21,7 @@ from components.builders import manifests
 from components.cluster import kube
 from components.cluster.keygen_pod import KeygenError, run_keygen_pod
 from components.config import certificate, paths
-from components.config.spec import load_spec
+from components.config.loader import load_spec
 from tests.conftest import IMAGE, config
 from tests.kube_api import Cluster, Step, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
 

@@ -11,8 +11,8 @@ import kubernetes_validate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.builders import manifests
-from components.config.spec import load_spec
+from components.builders import files, manifests
+from components.config.loader import load_spec
 from tests.schemas import assert_conforms
 
 LABEL_CHARS = string.ascii_lowercase + string.digits + "-"
@@ -69,6 +69,6 @@ def test_valid_configs_build_conforming_objects_with_names_in_limits(raw: dict[s
 @given(valid_configs())
 def test_hostlist_names_exactly_the_ranks(raw: dict[str, Any]) -> None:
     spec = load_spec(raw, "dev")
-    hosts = hostlist.expand_hostlist(spec.hostlist)
+    hosts = hostlist.expand_hostlist(files.hostlist(spec))
     assert len(hosts) == spec.largest_size
     assert hosts[0] == spec.rank0_host and hosts[-1] == spec.host(spec.largest_size - 1)

@@ -16,7 +16,8 @@ from typing import Any
 
 from components.builders import manifests
 from components.config import lifecycle
-from components.config.spec import MiniClusterSpec, load_spec
+from components.config.loader import load_spec
+from components.config.spec import MiniClusterSpec
 from tests.conftest import config
 from tests.pods import Pods, SavedInstance, instance_up, starts, stop, wait_for
 

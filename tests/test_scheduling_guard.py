@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from components.builders.names import labels
-from components.config.spec import load_spec
+from components.config.loader import load_spec
 from components.resources import scheduling
 from tests.conftest import config
 from tests.harness import deploy

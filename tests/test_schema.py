@@ -10,7 +10,8 @@ import pytest
 
 from components.builders import manifests
 from components.config import certificate
-from components.config.spec import MiniClusterSpec, load_spec
+from components.config.loader import load_spec
+from components.config.spec import MiniClusterSpec
 from tests import schemas
 from tests.conftest import config
 from tests.schemas import assert_conforms

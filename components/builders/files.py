@@ -34,9 +34,9 @@ def broker_toml(spec: MiniClusterSpec) -> str:
         "bootstrap": {
             "curve_cert": paths.PRIVATE_CURVE_CERT,
             "default_port": spec.port,
-            "default_bind": spec.bind_uri,
-            "default_connect": spec.connect_uri,
-            "hosts": [{"host": spec.hostlist}],
+            "default_bind": f"tcp://{spec.network_interface}:%p",
+            "default_connect": f"tcp://%h.{spec.service}.{spec.namespace}.svc.{spec.cluster_domain}:%p",
+            "hosts": [{"host": hostlist(spec)}],
         },
         # R is written at start by each pod; noverify: nodes need not match it core for core.
         "resource": {"path": paths.RESOURCE_FILE, "noverify": True},
@@ -47,6 +47,12 @@ def broker_toml(spec: MiniClusterSpec) -> str:
     if spec.state_volume is not None:  # a killed rank 0 restarts from the latest checkpoint
         config["kvs"] = {"checkpoint-period": spec.state_volume.checkpoint_period}
     return tomli_w.dumps(config)
+
+
+def hostlist(spec: MiniClusterSpec) -> str:
+    """RFC 29 hostlist of every broker the instance may have, in rank order."""
+    last = spec.largest_size - 1
+    return spec.host(0) if last == 0 else f"{spec.name}-[0-{last}]"
 
 
 def tbon_table(spec: MiniClusterSpec) -> dict[str, str]:
@@ -136,7 +142,7 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_MAX_SIZE": spec.largest_size,
         "MC_TASKS": spec.tasks,
         "MC_HOST_PREFIX": spec.name,
-        "MC_HOSTLIST": spec.hostlist,
+        "MC_HOSTLIST": hostlist(spec),
         "MC_LOG_LEVEL": spec.log_level,
         "MC_WORKER_RETRIES": spec.worker_retries,
         "MC_BROKER_CONFIG_DIR": paths.BROKER_CONFIG_DIR,

@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from components.config.spec import ALWAYS_SECRET, NAMESPACE, SECRETS_KEPT, ConfigError, MiniClusterSpec, load_spec
+from components.config.loader import ALWAYS_SECRET, NAMESPACE, SECRETS_KEPT, ConfigError, load_spec
+from components.config.spec import MiniClusterSpec
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ENCRYPTED_ALLOWED = {f"{NAMESPACE}:{key}" for key in SECRETS_KEPT}
