@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from components.config.settings import StateVolume
+from components.config.volumes import StateVolume
 from tests.conftest import config
 from tests.harness import deploy_rejected
 

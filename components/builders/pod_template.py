@@ -15,8 +15,9 @@ from components.builders.files import (
 )
 from components.builders.names import BROKER_CONTAINER, labels
 from components.config import lifecycle, paths
-from components.config.settings import ContainerSettings, StateVolume, Volume
+from components.config.settings import ContainerSettings
 from components.config.spec import MiniClusterSpec
+from components.config.volumes import StateVolume, Volume
 
 Manifest = dict[str, Any]
 FLUX_VIEW = paths.FLUX_VIEW

@@ -184,10 +184,10 @@ def label_selector(labels: dict[str, str]) -> str:
 
 
 def pod_rank(pod: Any) -> int:
-    """A broker pod's rank: its Indexed Job index (a label, or the annotation of older clusters); -1 if none."""
+    """A broker pod's rank: its Indexed Job index (a label since Kubernetes 1.28; the floor is 1.29); -1 if none."""
     from components.builders.names import INDEX_LABEL
 
-    value = (pod.metadata.labels or {}).get(INDEX_LABEL) or (pod.metadata.annotations or {}).get(INDEX_LABEL)
+    value = (pod.metadata.labels or {}).get(INDEX_LABEL)
     return int(value) if value is not None else -1
 
 

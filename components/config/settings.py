@@ -1,4 +1,5 @@
-"""The nested parts of the config: containers, volumes, pod and Flux extras. Pure pydantic models.
+"""The nested parts of the config: containers and the pod (volumes.py and flux_extras.py hold the rest).
+Pure pydantic models.
 
 Names follow the flux-operator's MiniCluster where it has the same setting, so its users feel at
 home. Every field's docstring feeds the README's configuration reference.
@@ -6,16 +7,13 @@ home. Every field's docstring feeds the README's configuration reference.
 
 from __future__ import annotations
 
-import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from components.config import paths, rules
+from components.config import rules
 
-DEFAULT_FLUX_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-rocky:tag-9"
-FLUX_RESTFUL_API_REPOSITORY = "flux-framework/flux-restful-api"
 ImagePullPolicy = Literal["Always", "IfNotPresent", "Never"]
 EnvValue = str | int | float | bool
 
@@ -152,6 +150,9 @@ class Sidecar(ContainerSettings):
     """Names of `minicluster:volumes` to mount here too, at the same paths."""
     run_flux: bool = False
     """Only the MiniCluster's own container (minicluster:image) runs Flux; kept for operator users."""
+    # Only False is accepted: the field exists so that a config copied from the flux-operator's
+    # MiniCluster (whose containers have runFlux) gets a clear answer. Remove when: the operator's
+    # API drops containers[].runFlux (it still has it in v1alpha2).
 
     @field_validator("name")
     @classmethod
@@ -169,104 +170,6 @@ class Sidecar(ContainerSettings):
         if value:
             raise ValueError("only one container runs Flux, the one given by minicluster:image and minicluster:command")
         return value
-
-
-class EmptyDir(Model):
-    """Scratch space that lives as long as the pod."""
-
-    medium: Literal["", "Memory"] = ""
-    """Memory: a tmpfs (counts against the container's memory)."""
-    size_limit: str | None = None
-    """A quantity, e.g. 1Gi."""
-
-    @field_validator("size_limit")
-    @classmethod
-    def _quantity(cls, value: str | None) -> str | None:
-        return None if value is None else rules.quantities({"sizeLimit": value})["sizeLimit"]
-
-
-VOLUME_SOURCES = ("claim_name", "host_path", "config_map", "secret", "empty_dir")
-
-
-class Volume(Model):
-    """A volume mounted into the Flux container (and the sidecars that name it). Exactly one source."""
-
-    path: str
-    """Mount path (absolute)."""
-    read_only: bool = False
-    """Mount it read-only."""
-    claim_name: str | None = None
-    """An existing PersistentVolumeClaim."""
-    host_path: str | None = None
-    """A directory on the node."""
-    config_map: str | None = None
-    """An existing ConfigMap."""
-    secret: str | None = None
-    """An existing Secret."""
-    empty_dir: EmptyDir | None = None
-    """An emptyDir: {} or {medium: Memory, sizeLimit: 1Gi}."""
-
-    @field_validator("path", "host_path")
-    @classmethod
-    def _absolute(cls, value: str | None) -> str | None:
-        return None if value is None else rules.absolute_path(value)
-
-    @field_validator("path")
-    @classmethod
-    def _not_ours(cls, value: str) -> str:
-        return rules.clear_of(value, paths.RESERVED)
-
-    @field_validator("claim_name", "config_map", "secret")
-    @classmethod
-    def _object_name(cls, value: str | None) -> str | None:
-        return None if value is None else rules.subdomain(value)
-
-    @model_validator(mode="after")
-    def _one_source(self) -> Volume:
-        given = [to_camel(source) for source in VOLUME_SOURCES if getattr(self, source) is not None]
-        if len(given) != 1:
-            choices = ", ".join(to_camel(source) for source in VOLUME_SOURCES)
-            raise ValueError(
-                f"needs exactly one source of {choices} (it has {len(given)}: {', '.join(given) or 'none'})"
-            )
-        return self
-
-
-class StateVolume(Model):
-    """Where rank 0 keeps the Flux instance's state (its statedir: content store, KVS, job manager
-    checkpoint), so that a replaced rank 0 restarts the same instance. Exactly one source."""
-
-    claim_name: str | None = None
-    """An existing PersistentVolumeClaim. Every pod mounts it; only rank 0 uses it."""
-    access_mode: Literal["ReadWriteMany", "ReadWriteOnce"] = "ReadWriteMany"
-    """The claim's access mode. ReadWriteOnce mounts on one node only, so every pod must then be pinned
-    to one node (pod.nodeSelector kubernetes.io/hostname)."""
-    host_path: str | None = None
-    """A directory on the node: only for a MiniCluster whose pods all run on one node."""
-    checkpoint_period: str = "30s"
-    """How often the instance's state is checkpointed ([kvs] checkpoint-period): what a rank 0 that is
-    killed, rather than stopped, can lose."""
-
-    @field_validator("claim_name")
-    @classmethod
-    def _claim(cls, value: str | None) -> str | None:
-        return None if value is None else rules.subdomain(value)
-
-    @field_validator("host_path")
-    @classmethod
-    def _directory(cls, value: str | None) -> str | None:
-        return None if value is None else rules.absolute_path(value)
-
-    @field_validator("checkpoint_period")
-    @classmethod
-    def _period(cls, value: str) -> str:
-        return rules.flux_duration(value)
-
-    @model_validator(mode="after")
-    def _one_source(self) -> StateVolume:
-        if (self.claim_name is None) == (self.host_path is None):
-            raise ValueError("needs exactly one of claimName and hostPath")
-        return self
 
 
 class Pod(Model):
@@ -330,70 +233,4 @@ class Pod(Model):
     def _one_anti_affinity(self) -> Pod:
         if self.one_pod_per_node and self.affinity and "podAntiAffinity" in self.affinity:
             raise ValueError("set pod.onePodPerNode or pod.affinity.podAntiAffinity, not both")
-        return self
-
-
-class FluxView(Model):
-    """Flux without Flux in the application image: an init container copies a Flux install (a spack
-    view, as the flux-operator's flux-view images hold it) into the pod, and the entrypoint uses it."""
-
-    enabled: bool = False
-    """Use the view (the application image then needs no Flux, only bash)."""
-    image: str = DEFAULT_FLUX_VIEW_IMAGE
-    """The view image: match the application image's OS (rocky 8/9, ubuntu focal/jammy/noble, arm)."""
-    path: str = "/mnt/flux"
-    """Where the view is mounted in the pods."""
-
-    @field_validator("image")
-    @classmethod
-    def _image(cls, value: str) -> str:
-        return rules.image(value)
-
-    @field_validator("path")
-    @classmethod
-    def _path(cls, value: str) -> str:
-        return rules.clear_of(rules.absolute_path(value), paths.RESERVED)
-
-
-class RestfulApi(Model):
-    """The Flux RESTful API server on rank 0 of a persistent cluster, behind a Service."""
-
-    enabled: bool = False
-    """Start the server (needs a persistent cluster: no minicluster:command)."""
-    port: int = Field(default=5000, ge=1, le=65535)
-    """Its port, on the pod and on the Service <name>-api."""
-    secret_name: str | None = None
-    """Existing Secret with keys `user`, `token` and `secret-key` (required when enabled)."""
-    install_dir: str = "/code"
-    """Where the image has the server's code (its init container copies it); otherwise it is cloned."""
-    repository: str = FLUX_RESTFUL_API_REPOSITORY
-    """GitHub repository to install from."""
-    branch: str = "main"
-    """Branch to install."""
-
-    @field_validator("install_dir")
-    @classmethod
-    def _dir(cls, value: str) -> str:
-        return rules.absolute_path(value)
-
-    @field_validator("repository")
-    @classmethod
-    def _repository(cls, value: str) -> str:
-        if not re.match(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", value):
-            raise ValueError("must be OWNER/NAME")
-        return value
-
-    @field_validator("branch")
-    @classmethod
-    def _branch(cls, value: str) -> str:
-        if not re.match(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$", value):
-            raise ValueError("must be a git branch name")
-        return value
-
-    @model_validator(mode="after")
-    def _credentials(self) -> RestfulApi:
-        if self.enabled and not self.secret_name:
-            raise ValueError("restfulApi.secretName is required when enabled: the API never runs open")
-        if self.secret_name is not None:
-            rules.subdomain(self.secret_name)
         return self

@@ -12,17 +12,8 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from components.config import paths, rules
-from components.config.settings import (
-    ContainerSettings,
-    FluxView,
-    Hooks,
-    Logging,
-    Pod,
-    RestfulApi,
-    Sidecar,
-    StateVolume,
-    Volume,
-)
+from components.config.flux_extras import FluxView, RestfulApi
+from components.config.settings import ContainerSettings, Hooks, Logging, Pod, Sidecar
 from components.config.types import (
     AbsolutePath,
     Arguments,
@@ -43,6 +34,7 @@ from components.config.types import (
     ShellWords,
     TbonTopology,
 )
+from components.config.volumes import StateVolume, Volume
 
 MAX_INDEXED_COMPLETIONS = 100_000
 BROKER_CONTAINER = "flux-broker"
