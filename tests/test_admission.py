@@ -179,8 +179,9 @@ def test_a_check_that_may_not_read_the_cluster_says_so_and_goes_ahead(kube_api: 
     found = verdict()
     assert found.refused is None
     assert found.warnings == [
-        'admission check skipped: could not read the cluster (403: nodes is forbidden: User "dev" cannot list '
-        'resource "nodes"); it needs list on nodes, pods, resourcequotas and limitranges'
+        'admission check skipped: access denied (403: nodes is forbidden: User "dev" cannot list resource "nodes") '
+        "while reading the cluster's room in namespace 'default': this needs list on nodes, pods, resourcequotas "
+        "and limitranges there (check your RBAC)"
     ]
 
 

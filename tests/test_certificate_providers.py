@@ -107,7 +107,7 @@ def test_create_without_the_right_to_exec_fails_in_one_line_without_key_material
 ) -> None:
     api.fail("GET", "/exec", 403, 'pods "x" is forbidden: User "dev" cannot create resource "pods/exec"')
     details = grpc_error(lambda: plugin.create(program_inputs(plugin)))
-    assert "your account needs `create` on `pods/exec`" in details
+    assert "this needs `create` on `pods/exec`" in details
     assert CERT.secret_key not in details
     assert api.pods == {}
 

@@ -167,8 +167,11 @@ def test_no_right_to_exec_is_one_clear_line_and_leaves_nothing_behind(kube_api: 
     kube_api.fail("GET", "/exec", 403, 'pods "dev-keygen-x" is forbidden: cannot create resource "pods/exec"')
     message = failure()
     assert "\n" not in message
-    assert "refused to exec into the keygen pod" in message
-    assert "your account needs `create` on `pods/exec`" in message
+    assert (
+        'access denied (403: pods "dev-keygen-x" is forbidden: cannot create resource "pods/exec") '
+        "while reading the certificate from the keygen pod through the exec API" in message
+    )
+    assert "this needs `create` on `pods/exec`" in message
     assert len(deleted(kube_api)) == 1 and kube_api.pods == {}
     assert log_reads(kube_api) == []
 
@@ -205,7 +208,10 @@ def test_rbac_denied(kube_api: Cluster) -> None:
     forbidden = 'pods is forbidden: User "dev" cannot create resource "pods" in API group "" in the namespace "default"'
     kube_api.fail("POST", "/pods$", 403, forbidden)
     message = failure()
-    assert "refused creating the keygen pod in namespace 'default' (403: pods is forbidden: User" in message
+    assert (
+        "access denied (403: pods is forbidden: User" in message
+        and "while creating the keygen pod in namespace 'default'" in message
+    )
     assert "check your RBAC" in message
 
 
@@ -216,7 +222,7 @@ def test_other_refusals_are_reported_as_refusals_with_the_servers_message(
 ) -> None:
     kube_api.fail("POST", "/pods$", status, said)
     message = failure()
-    assert f"the Kubernetes API refused creating the keygen pod ({status}: {said})" in message
+    assert f"({status}: {said}) while creating the keygen pod" in message
     assert "cannot reach" not in message
 
 
@@ -224,7 +230,7 @@ def test_a_request_the_client_refuses_is_reported_as_our_bug(kube_api: Cluster) 
     broken = json.loads(json.dumps(POD))
     broken["spec"]["activeDeadlineSeconds"] = 300.0  # what the engine's wire made of it before issue 10
     message = failure(pod=broken)
-    assert "the keygen pod was not sent: the Kubernetes client refused it" in message
+    assert "the Kubernetes client refused the request (" in message and "a bug in the MiniCluster program" in message
     assert "activeDeadlineSeconds" in message
     assert "bug in the MiniCluster program" in message
     assert "cannot reach" not in message
@@ -251,7 +257,7 @@ def test_the_stand_in_decodes_as_strictly_as_the_api_server(kube_api: Cluster) -
 def test_connection_refused(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "config", {"gone": refused_url()})))
     message = failure()
-    assert "cannot reach the Kubernetes cluster while creating the keygen pod (Connection refused)" in message
+    assert "cannot reach the Kubernetes cluster (Connection refused) while creating the keygen pod" in message
     assert "kubernetes:context" in message
 
 
@@ -259,7 +265,10 @@ def test_an_api_server_that_answers_too_slowly(kube_api: Cluster) -> None:
     kube_api.fail("POST", "/pods$", delay=1.5)
     started = time.monotonic()
     message = failure(request_timeout=(0.5, 0.5))
-    assert "cannot reach the Kubernetes cluster while creating the keygen pod" in message
+    assert (
+        "cannot reach the Kubernetes cluster (the API server did not answer in time) while creating the keygen pod"
+        in message
+    )
     assert "did not answer in time" in message
     assert time.monotonic() - started < 1.4
 

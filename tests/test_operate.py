@@ -1,4 +1,4 @@
-"""scripts/minicluster.py with the real `kubernetes` client against the local API stand-in (issues 6, 10).
+"""The ops tool (components/ops) with the real `kubernetes` client against the local API stand-in (issues 6, 10).
 
 The README's states table (command x cluster state -> exit code and words) is read from the README
 and every cell is run here, so the table and the tool cannot disagree.
@@ -6,7 +6,6 @@ and every cell is run here, so the table and the tool cannot disagree.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import shlex
@@ -16,7 +15,6 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -24,6 +22,7 @@ import pytest
 from components.builders.manifests import labels
 from components.builders.names import INDEX_LABEL
 from components.config.stack_file import load, stack_path
+from components.ops import cli
 from tests.harness import ROOT
 from tests.kube_api import Cluster, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
 
@@ -33,18 +32,6 @@ FORBIDDEN = (
     'jobs.batch "dev" is forbidden: User "dev" cannot get resource "jobs" in API group "batch" '
     'in the namespace "default"'
 )
-
-
-def load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("minicluster_cli", ROOT / "scripts" / "minicluster.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
-
-
-cli = load_script()
 
 
 # -- the cluster's objects, as the API server returns them ----------------------------------------
@@ -340,7 +327,8 @@ def test_an_api_server_error_is_one_line_with_its_message(kube_api: Cluster, cap
     kube_api.fail("GET", "/pods$", 503, "the server is currently unable to handle the request")
     assert cli.main(["list", "--stack", "dev"]) == 6
     assert capsys.readouterr().err.strip() == (
-        "error: the Kubernetes API server failed (503: the server is currently unable to handle the request)"
+        "error: the Kubernetes API server failed (503: the server is currently unable to handle the request) "
+        "while reading MiniCluster 'dev'"
     )
 
 

@@ -43,10 +43,11 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
     except kube.NoCluster as error:
         return Verdict(warnings=[f"admission check skipped: {error}"])
     except Exception as error:
-        found = kube.problem(error)
-        why = f"{found.status or found.kind}: {found.detail}"
-        needs = "it needs list on nodes, pods, resourcequotas and limitranges"
-        return Verdict(warnings=[f"admission check skipped: could not read the cluster ({why}); {needs}"])
+        said = kube.describe(
+            kube.problem(error), doing="reading the cluster's room", namespace=spec.namespace,
+            needs="list on nodes, pods, resourcequotas and limitranges", context="the kubernetes:context setting",
+        )  # fmt: skip
+        return Verdict(warnings=[f"admission check skipped: {said}"])
     problems = fit.problems(shape(spec), snapshot)
     if not problems:
         return Verdict()

@@ -23,6 +23,8 @@ from components.config.certificate import CertificateError, CurveCertificate, pa
 PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 COMMAND_NOT_FOUND = 127
 DONE = ("Succeeded", "Failed")
+NEEDS = "create, watch and delete on pods and create on pods/exec"
+EXEC_NEEDS = "`create` on `pods/exec` (pulumi up reads the certificate through the exec API)"
 
 
 class KeygenError(RuntimeError):
@@ -168,29 +170,14 @@ class _Run:
                 )
 
 
-def _api_problem(error: Exception, namespace: str, doing: str) -> str:
+def _api_problem(error: Exception, namespace: str, doing: str, needs: str = NEEDS) -> str:
     found = kube.problem(error)
-    if found.kind == "unreachable":
-        return (
-            f"cannot reach the Kubernetes cluster while {doing} ({found.detail}); "
-            "check `kubectl cluster-info` and the kubernetes:context stack setting"
-        )
     if found.kind == "not-found" and "namespace" in found.detail:
         return (
             f"namespace {namespace!r} does not exist: create it (kubectl create namespace {namespace}) "
             "or set minicluster:namespace"
         )
-    if found.kind == "denied":
-        return (
-            f"the Kubernetes API refused {doing} in namespace {namespace!r} ({found.status}: {found.detail}); "
-            "your account needs to create, watch and delete pods and to create pods/exec there (check your RBAC)"
-        )
-    if found.kind == "client-side":
-        return (
-            f"the keygen pod was not sent: the Kubernetes client refused it while {doing} ({found.detail}). "
-            "This is a bug in the MiniCluster program: please report it with this message"
-        )
-    return f"the Kubernetes API refused {doing} ({found.status}: {found.detail})"
+    return kube.describe(found, doing=doing, namespace=namespace, needs=needs, context="the kubernetes:context setting")
 
 
 def _certificate_by_exec(run: _Run, name: str, container: str, image: str, timeout: float) -> CurveCertificate:
@@ -198,14 +185,8 @@ def _certificate_by_exec(run: _Run, name: str, container: str, image: str, timeo
     try:
         stdout, stderr, code = run.read_certificate(name, container, timeout)
     except Exception as error:
-        found = kube.problem(error)
-        if found.kind == "denied":
-            raise KeygenError(
-                f"the Kubernetes API refused to exec into the keygen pod in namespace {run.namespace!r} "
-                f"({found.status}: {found.detail}): pulumi up reads the certificate through the exec API, so "
-                "your account needs `create` on `pods/exec` there (check your RBAC); the pod was deleted"
-            ) from None
-        raise KeygenError(_api_problem(error, run.namespace, "reading the certificate through the exec API")) from None
+        doing = "reading the certificate from the keygen pod through the exec API"
+        raise KeygenError(f"{_api_problem(error, run.namespace, doing, EXEC_NEEDS)}; the pod was deleted") from None
     if code != 0:
         status = run.read(name).status
         if status.phase in DONE:
@@ -248,11 +229,8 @@ def _failure(run: _Run, name: str, status: Any, image: str) -> str:
 
 
 def _exit_code(status: Any) -> int | None:
-    for container in status.container_statuses or []:
-        terminated = container.state.terminated if container.state else None
-        if terminated is not None:
-            return int(terminated.exit_code)
-    return None
+    codes = (kube.exit_code(container) for container in status.container_statuses or [])
+    return next((code for code in codes if code is not None), None)
 
 
 def _log_tail(run: _Run, name: str, lines: int = 10) -> str:

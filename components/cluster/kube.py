@@ -48,6 +48,27 @@ class ApiProblem:
         return self.kind == "unreachable"
 
 
+def describe(found: ApiProblem, *, doing: str, namespace: str, needs: str, context: str, host: str = "") -> str:
+    """The one wording of a failed request, per kind. `doing`: what the request was for ("creating the
+    keygen pod"); `needs`: the RBAC verbs it takes; `context`: where the user picks the cluster."""
+    said = f"{found.status}: {found.detail}" if found.status else found.detail
+    if found.kind == "unreachable":
+        at = f" at {host}" if host else ""
+        check = f"check `kubectl cluster-info` and {context}"
+        return f"cannot reach the Kubernetes cluster{at} ({said}) while {doing}; {check}"
+    if found.kind == "server-error":
+        return f"the Kubernetes API server failed ({said}) while {doing}"
+    if found.kind == "denied":
+        where = f"in namespace {namespace!r}"
+        return f"access denied ({said}) while {doing} {where}: this needs {needs} there (check your RBAC)"
+    if found.kind == "client-side":
+        return (
+            f"the Kubernetes client refused the request ({said}) while {doing}: this is a bug in the MiniCluster "
+            "program; please report it with this message"
+        )
+    return f"the Kubernetes API refused the request ({said}) while {doing}"
+
+
 def api_client(context: str | None) -> Any:
     """A client for `context` of the kubeconfig (KUBECONFIG or ~/.kube/config; None: its current context),
     or for the pod's service account when there is no kubeconfig and this runs inside a cluster."""
@@ -191,16 +212,32 @@ def pod_rank(pod: Any) -> int:
     return int(value) if value is not None else -1
 
 
+def job_condition(job: Any, types: tuple[str, ...]) -> Any:
+    """The Job's first true condition of one of `types`, or None."""
+    conditions = (job.status.conditions if job.status else None) or []
+    return next((c for c in conditions if c.status == "True" and c.type in types), None)
+
+
 def job_finished(job: Any) -> str:
     """ "completed" or "failed (<reason>: <message>)" once the Job is over; "" while it runs."""
-    for condition in (job.status.conditions if job.status else None) or []:
-        if condition.status != "True":
-            continue
-        if condition.type == "Complete":
-            return "completed"
-        if condition.type == "Failed":
-            return f"failed ({': '.join(part for part in (condition.reason, condition.message) if part)})"
-    return ""
+    condition = job_condition(job, ("Complete", "Failed"))
+    if condition is None:
+        return ""
+    if condition.type == "Complete":
+        return "completed"
+    return f"failed ({': '.join(part for part in (condition.reason, condition.message) if part)})"
+
+
+def job_size(job: Any) -> int | None:
+    """An Indexed Job's size: its completions (a resize changes them before the pods follow)."""
+    return int(job.spec.completions) if job.spec is not None and job.spec.completions else None
+
+
+def exit_code(container_status: Any) -> int | None:
+    """A container's exit code once it has terminated (its current state, not a previous run's)."""
+    state = container_status.state if container_status is not None else None
+    terminated = state.terminated if state is not None else None
+    return int(terminated.exit_code) if terminated is not None else None
 
 
 def not_scheduled(status: Any) -> str:

@@ -73,8 +73,9 @@ def live_size(api_client: Any, namespace: str, job: str) -> int:
 
 
 def _size(job: Any) -> int:
-    """An Indexed Job always has completions."""
-    return int(job.spec.completions)
+    size = kube.job_size(job)
+    assert size is not None, "an Indexed Job always has completions"
+    return size
 
 
 def resize(api_client: Any, want: Scale, waiting: Waiting | None = None) -> list[str]:
