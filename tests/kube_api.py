@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, urlparse
 
 import yaml
 
-from tests import schemas
+from tests import admission_plugins, schemas
 
 Json = dict[str, Any]
 SCHEMA_VERSION = "1.33.0"
@@ -358,6 +358,9 @@ class _Handler(BaseHTTPRequestHandler):
         metadata = pod["metadata"]
         metadata.setdefault("name", metadata.get("generateName", "pod-") + secrets.token_hex(3)[:5])
         metadata["namespace"] = ns
+        if self.query.get("dryRun") == "All":
+            self._dry_run(ns, pod)
+            return
         with self.cluster.lock:
             if (ns, metadata["name"]) in self.cluster.pods:
                 self._status(409, f'pods "{metadata["name"]}" already exists')
@@ -366,6 +369,15 @@ class _Handler(BaseHTTPRequestHandler):
             answer = json.dumps(stored).encode()
         threading.Thread(target=self.cluster._run_kubelet, args=(stored,), daemon=True).start()
         self._send(201, answer)
+
+    def _dry_run(self, ns: str, pod: Json) -> None:
+        """Admission runs (tests/admission_plugins.py), and nothing is stored."""
+        in_ns = [lr for lr in self.cluster.limit_ranges if lr["metadata"]["namespace"] == ns]
+        quotas = [q for q in self.cluster.quotas if q["metadata"]["namespace"] == ns]
+        try:
+            self._json(201, admission_plugins.admit(pod, in_ns, quotas))
+        except admission_plugins.Refused as refused:
+            self._status(403, str(refused))
 
     def list_pods(self, ns: str, body: Any) -> None:
         if self.query.get("watch") == "true":

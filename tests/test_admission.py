@@ -124,14 +124,19 @@ CASES = [
     Case("quota-on-pods", FOUR, ["ResourceQuota compute allows 3 of pods in namespace default; other pods use 1, "
                                  "and 4 brokers need 4"], quotas=[quota({"pods": "3"}, {"pods": "1"})]),
     Case("quota-on-cpu-needs-requests", FOUR,
-         ["ResourceQuota compute limits requests.cpu, so the API server refuses pods that do not set it: "
-          "set minicluster:resources.requests.cpu (and for every sidecar)"],
+         ["namespace default refuses even one broker pod: failed quota: compute: must specify requests.cpu "
+          "(minicluster:resources sets the Flux container's requests and limits; each sidecar has its own)"],
          quotas=[quota({"requests.cpu": "10"})]),
     Case("limit-range-defaults-count-against-the-quota", FOUR,
          ["ResourceQuota compute allows 3 of requests.cpu in namespace default; other pods use 0, and 4 brokers need 4"],
          quotas=[quota({"requests.cpu": "3"})], limit_ranges=[limit_range(defaultRequest={"cpu": "1"})]),
     Case("limit-range-max", FOUR,
-         ["LimitRange limits allows at most cpu 1 per container, and container flux-broker asks for 2"],
+         ["namespace default refuses even one broker pod: maximum cpu usage per Container is 1, but limit is 2 "
+          "(minicluster:resources sets the Flux container's requests and limits; each sidecar has its own)"],
+         {"resources": {"limits": {"cpu": "2"}}}, limit_ranges=[limit_range(max={"cpu": "1"})]),
+    Case("limit-range-max-without-a-limit", FOUR,
+         ["namespace default refuses even one broker pod: maximum cpu usage per Container is 1.  No limit is "
+          "specified (minicluster:resources sets the Flux container's requests and limits; each sidecar has its own)"],
          {"resources": REQUESTS}, limit_ranges=[limit_range(max={"cpu": "1"})]),
 ]  # fmt: skip
 
@@ -180,8 +185,8 @@ def test_a_check_that_may_not_read_the_cluster_says_so_and_goes_ahead(kube_api: 
     assert found.refused is None
     assert found.warnings == [
         'admission check skipped: access denied (403: nodes is forbidden: User "dev" cannot list resource "nodes") '
-        "while reading the cluster's room in namespace 'default': this needs list on nodes, pods, resourcequotas "
-        "and limitranges there (check your RBAC)"
+        "while reading the cluster's room in namespace 'default': this needs list on nodes, pods and "
+        "resourcequotas, and create on pods (a dry run) there (check your RBAC)"
     ]
 
 
@@ -207,3 +212,15 @@ def test_refuse_stops_pulumi_up_before_anything_is_created(kube_api: Cluster) ->
 def test_warn_goes_ahead(kube_api: Cluster) -> None:
     arrange(kube_api, CASES[2])
     assert "kubernetes:batch/v1:Job" in deploy(config(**CASES[2].overrides)).kinds
+
+
+def test_one_broker_pod_goes_through_the_namespaces_admission_as_a_dry_run_and_nothing_is_stored(
+    kube_api: Cluster,
+) -> None:
+    arrange(kube_api, CASES[0])
+    assert verdict(resources=REQUESTS).refused is None
+    (sent,) = [body for method, path, body in kube_api.requests if method == "POST" and path.endswith("/pods")]
+    assert sent is not None
+    assert sent["metadata"]["name"] == "dev-admission"
+    assert [c["name"] for c in sent["spec"]["containers"]] == ["flux-broker"]  # the Job's own pod template
+    assert kube_api.pods == {}  # dryRun=All: the stand-in, as the API server, stores nothing

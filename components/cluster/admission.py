@@ -1,8 +1,9 @@
 """The admission check: does the MiniCluster fit the cluster as it is, before anything is created?
 
 It reads the cluster with the `kubernetes` client on the same context as the keygen provider (one
-paginated list of nodes, one of the pods that hold resources, the namespace's quotas and limit
-ranges, as raw JSON: decoding 100 000 pods into client models would take longer than the check),
+paginated list of nodes, one of the pods that hold resources, the namespace's quotas, as raw JSON:
+decoding 100 000 pods into client models would take longer than the check), sends one broker pod
+through the namespace's real admission (LimitRanges, quotas, webhooks) as a server-side dry run,
 judges with components.cluster.fit, and answers per `minicluster:admission`: refuse, warn or off.
 """
 
@@ -13,7 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.builders import pod_template
+from components.builders import names, pod_template
 from components.cluster import fit, kube
 from components.config.spec import MiniClusterSpec
 
@@ -39,13 +40,14 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
             warnings=[f"admission: left to Kueue (queue {queue!r}), which admits the Job when there is room"]
         )
     try:
-        snapshot = read(kube.api_client(kube_context), spec.namespace)
+        snapshot = read(kube.api_client(kube_context), spec.namespace, broker_pod(spec))
     except kube.NoCluster as error:
         return Verdict(warnings=[f"admission check skipped: {error}"])
     except Exception as error:
         said = kube.describe(
             kube.problem(error), doing="reading the cluster's room", namespace=spec.namespace,
-            needs="list on nodes, pods, resourcequotas and limitranges", context="the kubernetes:context setting",
+            needs="list on nodes, pods and resourcequotas, and create on pods (a dry run)",
+            context="the kubernetes:context setting",
         )  # fmt: skip
         return Verdict(warnings=[f"admission check skipped: {said}"])
     problems = fit.problems(shape(spec), snapshot)
@@ -59,15 +61,26 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
     )
 
 
-def shape(spec: MiniClusterSpec) -> fit.Shape:
-    """The broker pods as the Job asks for them: the very pod template the Job carries."""
+def broker_pod(spec: MiniClusterSpec) -> dict[str, Any]:
+    """One broker pod as the Job asks for it: the very pod template the Job carries, with the names
+    its objects will have."""
     template = pod_template.broker_pod(
-        spec, service_name=spec.service, secret_name="-", broker_config="-", entrypoint="-", scale_config="-"
+        spec, service_name=spec.service, secret_name=names.curve_secret_name(spec),
+        broker_config=names.broker_config_name(spec), entrypoint=names.entrypoint_name(spec),
+        scale_config=names.scale_config_name(spec), config_secret=names.config_secret_name(spec),
     )  # fmt: skip
-    return fit.Shape(spec.size, template["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name)
+    metadata = {**template["metadata"], "name": f"{spec.name}-admission", "namespace": spec.namespace}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
 
 
-def read(api_client: Any, namespace: str, request_timeout: tuple[float, float] = kube.REQUEST_TIMEOUT) -> fit.Snapshot:
+def shape(spec: MiniClusterSpec) -> fit.Shape:
+    pod_spec = broker_pod(spec)["spec"]
+    return fit.Shape(spec.size, pod_spec, spec.pod.one_pod_per_node, spec.namespace, spec.name)
+
+
+def read(
+    api_client: Any, namespace: str, pod: dict[str, Any], request_timeout: tuple[float, float] = kube.REQUEST_TIMEOUT
+) -> fit.Snapshot:
     from kubernetes import client
 
     core = client.CoreV1Api(api_client)
@@ -75,12 +88,29 @@ def read(api_client: Any, namespace: str, request_timeout: tuple[float, float] =
     def pages(call: Callable[..., Any], *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
         return list(_items(call, *args, _request_timeout=request_timeout, **kwargs))
 
+    admitted, refusal = _dry_run(core, namespace, pod, request_timeout)
     return fit.Snapshot(
         nodes=pages(core.list_node),
         pods=pages(core.list_pod_for_all_namespaces, field_selector=HOLDING_RESOURCES),
         quotas=pages(core.list_namespaced_resource_quota, namespace),
-        limit_ranges=pages(core.list_namespaced_limit_range, namespace),
+        admitted=admitted,
+        refusal=refusal,
     )
+
+
+def _dry_run(core: Any, namespace: str, pod: dict[str, Any], timeout: tuple[float, float]) -> tuple[Any, str]:
+    """The namespace's real admission for one broker pod (dryRun=All: nothing is stored): the pod as
+    LimitRange defaulting made it, or the API server's reason for refusing it."""
+    try:
+        response = core.create_namespaced_pod(
+            namespace, pod, dry_run="All", _preload_content=False, _request_timeout=timeout
+        )
+    except Exception as error:
+        found, refused = kube.problem(error), f'pods "{pod["metadata"]["name"]}" is forbidden: '
+        if found.kind == "rejected" or refused in found.detail:  # admission said no; RBAC names a User instead
+            return None, found.detail.removeprefix(refused)
+        raise
+    return json.loads(response.data), ""
 
 
 def _items(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:

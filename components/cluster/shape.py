@@ -1,0 +1,44 @@
+"""What the admission check judges: the broker pods as the Job asks for them, and the cluster as it is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+Json = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One broker pod and how many of them: what the scheduler is asked to place."""
+
+    size: int
+    pod_spec: Json
+    """The broker pod's spec, from the same builder as the Job's pod template."""
+    one_pod_per_node: bool
+    namespace: str
+    instance: str
+    """The MiniCluster's name: its own pods carry it in app.kubernetes.io/instance."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    nodes: list[Json]
+    pods: list[Json]
+    """Pods that hold resources: every namespace, phase neither Succeeded nor Failed."""
+    quotas: list[Json]
+    admitted: Json | None
+    """One broker pod as the namespace's admission made it (a server-side dry run: LimitRange defaults
+    applied), or None when it was refused."""
+    refusal: str = ""
+    """The API server's own words when it refused that pod (a LimitRange's max, a quota)."""
+
+
+def own(shape: Shape, pod: Json) -> bool:
+    metadata = pod.get("metadata", {})
+    labels = metadata.get("labels") or {}
+    return (
+        metadata.get("namespace") == shape.namespace
+        and labels.get("app.kubernetes.io/name") == "minicluster"
+        and labels.get("app.kubernetes.io/instance") == shape.instance
+    )
