@@ -21,6 +21,7 @@ import pytest
 
 from components.builders.manifests import labels
 from components.builders.names import INDEX_LABEL
+from components.cluster.waiting import Clock
 from components.config.stack_file import load, stack_path
 from components.ops import cli
 from tests.harness import ROOT
@@ -317,7 +318,7 @@ def test_wait_follows_a_job_to_completion(kube_api: Cluster, capsys: pytest.Capt
 
     kube_api.on_request = complete_soon
     started = time.monotonic()
-    assert cli.cmd_wait(cli.Cluster(_client(), DEV), cli.Console(width=200), 30, poll=0.05) == 0
+    assert cli.cmd_wait(cli.Cluster(_client(), DEV), cli.Console(width=200), 30, Clock(poll=0.05)) == 0
     assert time.monotonic() - started < 5
     assert "the job completed" in capsys.readouterr().out
 
@@ -412,6 +413,6 @@ def test_wait_waits_for_the_size_the_stack_asks_for(kube_api: Cluster, capsys: A
                 kube_api.add_pod(broker_pod(rank, running(BROKER)))
 
     kube_api.on_request = resize_soon
-    assert cli.cmd_wait(cli.Cluster(_client(), grown), cli.Console(width=200), 30, poll=0.05) == 0
+    assert cli.cmd_wait(cli.Cluster(_client(), grown), cli.Console(width=200), 30, Clock(poll=0.05)) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "every broker is up; the instance stays up (scheduled 6/6, running 6/6)" in out

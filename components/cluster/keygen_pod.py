@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import math
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from components.builders.manifests import READ_CERTIFICATE
 from components.cluster import kube
+from components.cluster.waiting import Clock, Wait
 from components.config import paths
 from components.config.certificate import CertificateError, CurveCertificate, parse, redact
 
@@ -38,19 +38,19 @@ def run_keygen_pod(
     *,
     schedule_timeout: float | None = None,
     request_timeout: tuple[float, float] = kube.REQUEST_TIMEOUT,
-    clock: Callable[[], float] = time.monotonic,
+    clock: Clock | None = None,
 ) -> CurveCertificate:
     namespace = pod["metadata"]["namespace"]
     container = pod["spec"]["containers"][0]
     image = container["image"]
     run = _Run(core, namespace, request_timeout)
     name = run.create(pod)
-    deadline = clock() + timeout
+    wait = Wait(timeout, clock)
     try:
-        status = run.wait(name, image, timeout, schedule_timeout or timeout, clock)
+        status = run.wait(name, image, wait, schedule_timeout or timeout)
         if status.phase in DONE:
             raise KeygenError(_failure(run, name, status, image))
-        return _certificate_by_exec(run, name, container["name"], image, max(deadline - clock(), 1.0))
+        return _certificate_by_exec(run, name, container["name"], image, max(wait.remaining, 1.0))
     except KeygenError:
         raise
     except Exception as error:  # a request that failed half-way: say which, by what happened
@@ -72,37 +72,31 @@ class _Run:
             raise KeygenError(_api_problem(error, self.namespace, "creating the keygen pod")) from None
         return str(created.metadata.name)
 
-    def wait(self, name: str, image: str, timeout: float, schedule_timeout: float, clock: Callable[[], float]) -> Any:
+    def wait(self, name: str, image: str, wait: Wait, schedule_timeout: float) -> Any:
         """The pod's status once it is done; KeygenError if its image cannot be pulled, it stays
-        unschedulable for schedule_timeout, or time runs out."""
-        deadline = clock() + timeout
-        unschedulable_since: float | None = None
-        while (remaining := deadline - clock()) > 0:
+        unschedulable for schedule_timeout, or time runs out. Watched: each change wakes it up."""
+        while not wait.over:
             seen = False
-            if unschedulable_since is not None:  # wake up when it has waited too long to be scheduled
-                remaining = min(remaining, max(unschedulable_since + schedule_timeout - clock(), 0.1))
-            watch_ends = clock() + remaining
-            for status in self._statuses(name, remaining):
+            watch_ends = wait.held_until(schedule_timeout)  # wake up when it has waited too long to be scheduled
+            for status in self._statuses(name, max(watch_ends - wait.clock.now(), 0.1)):
                 seen = True
                 if status.phase in DONE or _running(status):
                     return status
                 _check_waiting(status, image)
-                unschedulable_since = (unschedulable_since or clock()) if kube.unschedulable(status) else None
-                if clock() >= deadline:
-                    break
-                if unschedulable_since is not None and unschedulable_since + schedule_timeout < watch_ends:
+                wait.held_for(bool(kube.unschedulable(status)))
+                if wait.over or wait.held_until(schedule_timeout) < watch_ends:
                     break  # watch again, until the schedule timeout only
             if not seen and not self.exists(name):  # a watch starts with the pod as it is
                 raise KeygenError(self._deleted(name))
-            if unschedulable_since is not None and clock() - unschedulable_since >= schedule_timeout:
+            if wait.held >= schedule_timeout:  # unschedulable that long, as last seen
                 why = kube.unschedulable(self.read(name).status)
                 if why:
                     raise KeygenError(
                         f"the keygen pod could not be scheduled for {schedule_timeout:g}s "
                         f"(minicluster:scheduleTimeout): {why}"
                     )
-                unschedulable_since = None
-        raise KeygenError(_timeout(self, name, timeout))
+                wait.held_for(False)
+        raise KeygenError(_timeout(self, name, wait.timeout))
 
     def _statuses(self, name: str, remaining: float) -> Iterator[Any]:
         """The pod's status now and at every change, until the server ends the watch (at `remaining`)."""

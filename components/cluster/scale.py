@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from components.builders.files import scale_files
 from components.builders.names import BROKER_CONTAINER
 from components.cluster import kube
+from components.cluster.waiting import Clock, Wait
 from components.config import lifecycle, paths
 
 FIELD_MANAGER = "minicluster-scale"
@@ -56,15 +55,6 @@ class Scale:
     schedule_timeout: int
 
 
-@dataclass
-class Waiting:
-    """How the waits pass time (tests pass a faster clock)."""
-
-    poll: float = 1.0
-    clock: Callable[[], float] = time.monotonic
-    sleep: Callable[[float], None] = time.sleep
-
-
 def live_size(api_client: Any, namespace: str, job: str) -> int:
     from kubernetes import client
 
@@ -78,11 +68,11 @@ def _size(job: Any) -> int:
     return size
 
 
-def resize(api_client: Any, want: Scale, waiting: Waiting | None = None) -> list[str]:
+def resize(api_client: Any, want: Scale, clock: Clock | None = None) -> list[str]:
     """Bring the Job to `want.size`, and wait until its brokers are ready. Returns what happened, line by line."""
     from kubernetes import client
 
-    core, batch, waiting = client.CoreV1Api(api_client), client.BatchV1Api(api_client), waiting or Waiting()
+    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
     job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
     if finished := kube.job_finished(job):
         _write_scale(core, want, want.size)
@@ -90,7 +80,7 @@ def resize(api_client: Any, want: Scale, waiting: Waiting | None = None) -> list
     current = _size(job)
     if want.size == current:
         _write_scale(core, want, want.size)
-        return [_await(core, batch, want, current, waiting)]
+        return [_await(core, batch, want, current, Wait(want.job_timeout, clock))]
     said = _prepare(core, want, current)
     try:
         _write_scale(core, want, want.size)
@@ -104,7 +94,7 @@ def resize(api_client: Any, want: Scale, waiting: Waiting | None = None) -> list
             f"stays at {current} brokers"
         ) from None
     try:
-        said.append(_await(core, batch, want, current, waiting))
+        said.append(_await(core, batch, want, current, Wait(want.job_timeout, clock)))
     except ResizeFailed as failure:
         if want.size <= current:
             raise
@@ -179,9 +169,9 @@ def _patch_job(batch: Any, want: Scale, size: int) -> None:
     )  # fmt: skip
 
 
-def _await(core: Any, batch: Any, want: Scale, current: int, waiting: Waiting) -> str:
+def _await(core: Any, batch: Any, want: Scale, current: int, wait: Wait) -> str:
     """Until every rank below the size has a ready pod and no pod above it is left."""
-    size, deadline, unschedulable_since = want.size, waiting.clock() + want.job_timeout, None
+    size = want.size
     while True:
         job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
         if finished := kube.job_finished(job):
@@ -195,18 +185,17 @@ def _await(core: Any, batch: Any, want: Scale, current: int, waiting: Waiting) -
             return f"all {size} brokers are ready"
         new = [pod for pod in pods if current <= kube.pod_rank(pod) < size]
         reason = next((why for pod in new if (why := kube.unschedulable(pod.status))), "")
-        unschedulable_since = (unschedulable_since or waiting.clock()) if reason else None
-        if unschedulable_since is not None and waiting.clock() - unschedulable_since >= want.schedule_timeout:
+        if wait.held_for(bool(reason)) >= want.schedule_timeout:
             raise ResizeFailed(
                 f"the new pods could not be scheduled for {want.schedule_timeout}s (minicluster:scheduleTimeout): "
                 f"{reason}"
             )
-        if waiting.clock() >= deadline:
+        if wait.over:
             waits = f"; ranks {', '.join(map(str, leaving))} are still going" if leaving else ""
             raise ResizeFailed(
                 f"after {want.job_timeout}s (minicluster:jobTimeout) {len(ready)} of {size} brokers are ready{waits}"
             )
-        waiting.sleep(waiting.poll)
+        wait.pause()
 
 
 def _pods(core: Any, want: Scale) -> list[Any]:

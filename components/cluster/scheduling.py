@@ -11,11 +11,10 @@ last message. It is done as soon as every pod has a node, or the Job has finishe
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
 from components.cluster import kube
+from components.cluster.waiting import Clock, Wait
 
 STOP_NOW = {"spec": {"activeDeadlineSeconds": 1}}
 """Already past for any Job that has started: the Job controller fails it with DeadlineExceeded."""
@@ -33,10 +32,7 @@ def guard(
     size: int,
     schedule_timeout: float,
     job_urn: str,
-    *,
-    poll: float = 1.0,
-    clock: Callable[[], float] = time.monotonic,
-    sleep: Callable[[float], None] = time.sleep,
+    clock: Clock | None = None,
 ) -> str:
     """What became of the pods: every one scheduled, or the Job finished. Raises Unschedulable."""
     from kubernetes import client
@@ -44,15 +40,15 @@ def guard(
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
     timeout = kube.REQUEST_TIMEOUT
     labels = kube.label_selector(selector)
-    appears_by = clock() + max(schedule_timeout, 60.0)  # the Job is created alongside this guard
-    waiting_since: float | None = None
+    appears = Wait(max(schedule_timeout, 60.0), clock)  # the Job is created alongside this guard
+    wait = Wait(float("inf"), clock)  # until every pod has a node, or the Job has finished
     while True:
         try:
             found = batch.read_namespaced_job(job, namespace, _request_timeout=timeout)
         except Exception as error:
-            if kube.problem(error).kind != "not-found" or clock() >= appears_by:
+            if kube.problem(error).kind != "not-found" or appears.over:
                 raise
-            sleep(poll)
+            wait.pause()
             continue
         if kube.job_finished(found):
             return f"the Job {namespace}/{job} finished"
@@ -62,8 +58,7 @@ def guard(
         reason = next((why for pod in pods if (why := kube.unschedulable(pod.status))), "")
         if not reason and len(pods) < size:
             reason = _not_created(core, namespace, job)
-        waiting_since = (waiting_since or clock()) if reason else None
-        if waiting_since is not None and clock() - waiting_since >= schedule_timeout:
+        if wait.held_for(bool(reason)) >= schedule_timeout:
             batch.patch_namespaced_job(job, namespace, STOP_NOW, _request_timeout=timeout)
             raise Unschedulable(
                 f"the Job's pods could not be scheduled for {schedule_timeout:g}s (minicluster:scheduleTimeout): "
@@ -71,7 +66,7 @@ def guard(
                 f"than after jobTimeout. A fix in the stack config replaces the Job; after any other fix "
                 f"(room added to the cluster), run: pulumi up --target-replace '{job_urn}'"
             )
-        sleep(poll)
+        wait.pause()
 
 
 def _not_created(core: Any, namespace: str, job: str) -> str:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from rich.console import Console
@@ -39,6 +38,7 @@ from components.cluster.deployed import (
     note,
 )
 from components.cluster.status import SUCCEEDED, pod_rows, pod_state, progress, status_rows
+from components.cluster.waiting import Clock, Wait
 from components.config import stack_file
 from components.config.loader import ConfigError
 from components.ops.logs import cmd_logs, cmd_logs_all
@@ -67,16 +67,8 @@ def cmd_status(cluster: Cluster, console: Console) -> int:
     return EXIT_OK
 
 
-def cmd_wait(
-    cluster: Cluster,
-    console: Console,
-    timeout: float,
-    poll: float = 2.0,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-) -> int:
-    spec = cluster.spec
-    deadline = clock() + timeout
+def cmd_wait(cluster: Cluster, console: Console, timeout: float, clock: Clock | None = None) -> int:
+    spec, wait = cluster.spec, Wait(timeout, clock or Clock(poll=2.0))
     with Live(console=console, transient=False, auto_refresh=False) as live:
         while True:
             state = progress(cluster.job(), cluster.pods(), spec)
@@ -87,9 +79,9 @@ def cmd_wait(
             )
             if state.outcome is not None:
                 return EXIT_OK if state.outcome == SUCCEEDED else EXIT_FAILED
-            if clock() >= deadline:
+            if wait.over:
                 raise Failure(EXIT_TIMEOUT, f"timed out after {timeout:g}s: {state.line()}")
-            sleep(max(0.0, min(poll, deadline - clock())))
+            wait.pause()
 
 
 def cmd_exec(cluster: Cluster, rank: int, command: list[str]) -> int:
