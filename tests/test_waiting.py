@@ -43,7 +43,7 @@ def test_a_pause_never_sleeps_past_the_deadline() -> None:
 
 
 def test_held_until_is_when_the_condition_will_have_held_long_enough_or_the_deadline() -> None:
-    wait, clock = waiting(30)
+    wait, _ = waiting(30)
     assert wait.held_until(10) == 130  # not holding: the deadline
     wait.held_for(True)
     assert wait.held_until(10) == 110
