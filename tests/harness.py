@@ -95,6 +95,14 @@ class RecordingMonitor(mocks.MockMonitor):
         super().__init__(mocks_)
         self.deployment = mocks_.deployment
 
+    def make_urn(self, parent: str, type_: str, name: str) -> str:
+        """As the engine forms URNs (the mock monitor keeps only the parent's last type, and counts the
+        root stack as a parent): the parent's whole type chain, the root stack left out."""
+        parent_type = parent.split("::")[2] if parent else ""
+        if parent_type and parent_type != "pulumi:pulumi:Stack":
+            type_ = f"{parent_type}${type_}"
+        return f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{type_}::{name}"
+
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         self.deployment.registrations[request.name] = (request.parent or None, response.urn)

@@ -127,10 +127,10 @@ class MiniCluster(pulumi.ComponentResource):
     ) -> SchedulingGuard:
         """Beside the Job, not after it: it must act while the provider still awaits the Job. It waits
         for what the Job waits for (the Secret, ConfigMaps and Service), through the Job's revision."""
-        job_urn = (
-            f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::"
-            f"minicluster:index:MiniCluster$kubernetes:batch/v1:Job::{name}-job"
-        )
+        # The Job's URN as Pulumi forms it (parent, project, stack). From this component's URN alone: a
+        # dependency on the component itself would be a cycle, since the guard is one of its children.
+        own_urn: pulumi.Output[str] = pulumi.Output.from_input(self.urn.future())  # type: ignore[arg-type]
+        job_urn = pulumi.create_urn(f"{name}-job", "kubernetes:batch/v1:Job", parent=own_urn)
         inputs = {
             "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"), "size": spec.size,
             "scheduleTimeout": spec.schedule_timeout, "jobUrn": job_urn, "revision": revision(job_manifest),
