@@ -22,12 +22,9 @@ from typing import Any, ClassVar
 
 import pulumi
 from pulumi.dynamic import (
-    CheckResult,
     CreateResult,
-    DiffResult,
     ReadResult,
     Resource,
-    ResourceProvider,
     UpdateResult,
 )
 from pulumi.runtime import rpc
@@ -36,7 +33,7 @@ from pydantic import Field
 from components.builders import manifests
 from components.config import certificate
 from components.config.spec import MiniClusterSpec
-from components.resources.wire import WireInputs, plain
+from components.resources.wire import WireInputs, WireProvider, plain
 
 OUTPUTS = ("certificate", "publicKey")
 
@@ -72,19 +69,17 @@ class CertificateInputs(WireInputs):
         return manifest, float(self.timeout), float(self.schedule_timeout or self.timeout)
 
 
-class _StableCertificateProvider(ResourceProvider):
+class _StableCertificateProvider(WireProvider):
+    INPUTS = CertificateInputs
+
     def make(self, inputs: CertificateInputs) -> certificate.CurveCertificate:
         raise NotImplementedError
-
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        return CertificateInputs.check_wire(news)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = CertificateInputs.from_wire(props)
         return CreateResult(inputs.resource_id, {**inputs.to_wire(), **_outputs(self.make(inputs))})
 
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        return CertificateInputs.diff_wire(olds, news)  # an edit of this code must not rotate the key
+    # diff (WireProvider's) compares the inputs only: an edit of this code must not rotate the key.
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         return UpdateResult({**CertificateInputs.from_wire(news).to_wire(), **_kept_outputs(olds)})

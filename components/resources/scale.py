@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import pulumi
-from pulumi.dynamic import CheckResult, CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
+from pulumi.dynamic import CreateResult, ReadResult, Resource, UpdateResult
 from pydantic import Field
 
-from components.resources.wire import WireInputs
+from components.resources.wire import WireInputs, WireProvider, failing_as
 
 
 class ScaleInputs(WireInputs):
@@ -43,17 +43,13 @@ class ScaleInputs(WireInputs):
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job"})
 
 
-class ScaleProvider(ResourceProvider):
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        return ScaleInputs.check_wire(news)
+class ScaleProvider(WireProvider):
+    INPUTS = ScaleInputs
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         inputs = ScaleInputs.from_wire(props)
         outcome = _resize(inputs)
         return CreateResult(f"{inputs.namespace}/{inputs.job}", {**inputs.to_wire(), "outcome": outcome})
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        return ScaleInputs.diff_wire(olds, news)
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         inputs = ScaleInputs.from_wire(news)
@@ -77,12 +73,8 @@ def _resize(inputs: ScaleInputs) -> str:
     from components.cluster import kube, scale
 
     want = scale.Scale(**inputs.model_dump(exclude={"job_uid", "kube_context"}))  # the same fields, by name
-    try:
+    with failing_as(f"could not bring the MiniCluster to size {inputs.size}", scale.ResizeFailed):
         return "\n".join(scale.resize(kube.api_client(inputs.kube_context), want))
-    except scale.ResizeFailed:
-        raise
-    except Exception as error:
-        raise kube.failure(f"could not bring the MiniCluster to size {inputs.size}", error) from None
 
 
 class Scale(Resource, module="minicluster", name="Scale"):

@@ -13,17 +13,14 @@ from typing import Any, ClassVar
 
 import pulumi
 from pulumi.dynamic import (
-    CheckResult,
     CreateResult,
-    DiffResult,
     ReadResult,
     Resource,
-    ResourceProvider,
     UpdateResult,
 )
 from pydantic import Field
 
-from components.resources.wire import WireInputs
+from components.resources.wire import WireInputs, WireProvider, failing_as
 
 
 class GuardInputs(WireInputs):
@@ -41,28 +38,20 @@ class GuardInputs(WireInputs):
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job", "revision"})
 
 
-class SchedulingGuardProvider(ResourceProvider):
-    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        return GuardInputs.check_wire(news)
+class SchedulingGuardProvider(WireProvider):
+    INPUTS = GuardInputs
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         from components.cluster import kube, scheduling
 
         inputs = GuardInputs.from_wire(props)
-        try:
+        with failing_as("the scheduling guard could not follow the Job's pods", scheduling.Unschedulable):
             outcome = scheduling.guard(
                 kube.api_client(inputs.kube_context), inputs.namespace, inputs.job, inputs.selector, inputs.size,
                 float(inputs.schedule_timeout), inputs.job_urn,
             )  # fmt: skip
-        except scheduling.Unschedulable:
-            raise
-        except Exception as error:
-            raise kube.failure("the scheduling guard could not follow the Job's pods", error) from None
         resource_id = f"{inputs.namespace}/{inputs.job}/{inputs.revision[:12]}"
         return CreateResult(resource_id, {**inputs.to_wire(), "outcome": outcome})
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        return GuardInputs.diff_wire(olds, news)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         """The same Job: nothing to watch again."""

@@ -5,9 +5,11 @@ the rest."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar, Self
 
-from pulumi.dynamic import CheckFailure, CheckResult, DiffResult
+from pulumi.dynamic import CheckFailure, CheckResult, DiffResult, ResourceProvider
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -70,3 +72,29 @@ class WireInputs(BaseModel):
         return DiffResult(
             changes=bool(changed), replaces=replaces, delete_before_replace=cls.DELETE_BEFORE_REPLACE and bool(replaces)
         )
+
+
+class WireProvider(ResourceProvider):
+    """A dynamic provider whose inputs are a WireInputs model: its check and diff are the model's."""
+
+    INPUTS: ClassVar[type[WireInputs]]
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        return self.INPUTS.check_wire(news)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        return self.INPUTS.diff_wire(olds, news)
+
+
+@contextmanager
+def failing_as(what: str, *saying: type[Exception]) -> Iterator[None]:
+    """A failed request to the cluster becomes one line: `what` could not be done, and why. The
+    `saying` errors carry their own message for the user already, and pass as they are."""
+    from components.cluster import kube
+
+    try:
+        yield
+    except saying:
+        raise
+    except Exception as error:
+        raise kube.failure(what, error) from None
