@@ -1,6 +1,6 @@
 """The real entrypoint as a MiniCluster's pods: local processes under bash, one per rank, sharing the
 files the Job mounts (built by the same builders), with stand-in `flux` and `sleep` at the process
-edge. Used by the entrypoint tests and by scripts/bench_stop.py.
+edge. Used by the entrypoint tests and by tests/bench/stop.py.
 """
 
 from __future__ import annotations

@@ -7,11 +7,9 @@ import sys
 
 import pytest
 
+from tests.bench import sizes as bench
 from tests.harness import ROOT
 from tests.kube_api import Cluster
-
-sys.path.insert(0, str(ROOT / "scripts"))
-import bench
 
 
 def test_evaluation_and_render_do_not_grow_with_size() -> None:
@@ -34,7 +32,7 @@ def test_the_benchmark_reaches_no_cluster(kube_api: Cluster, capsys: pytest.Capt
 
 def test_the_command_prints_a_ratio_table() -> None:
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bench.py"), "--sizes", "1,10", "--repeat", "1"],
+        [sys.executable, "-m", "tests.bench.sizes", "--sizes", "1,10", "--repeat", "1"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     header, _rule, first, second = result.stdout.strip().splitlines()
@@ -45,7 +43,7 @@ def test_the_command_prints_a_ratio_table() -> None:
 
 def test_the_stop_benchmark_prints_each_pods_time_from_sigterm_to_exit_and_to_a_replacement_taking_jobs() -> None:
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "bench_stop.py"), "--runs", "2"],
+        [sys.executable, "-m", "tests.bench.stop", "--runs", "2"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     header, _rule, worker, rank0, replaced = result.stdout.strip().splitlines()

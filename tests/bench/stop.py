@@ -6,8 +6,8 @@ its replacement's instance, restarted from the state volume, takes jobs again (s
 again). It measures the entrypoint's own part: a real broker's clean stop and start, and Kubernetes
 making the replacement pod, come on top of it.
 
-    python scripts/bench_stop.py                 # 10 runs each
-    python scripts/bench_stop.py --runs 30
+    venv/bin/python -m tests.bench.stop                 # 10 runs each
+    venv/bin/python -m tests.bench.stop --runs 30
 """
 
 from __future__ import annotations
@@ -21,10 +21,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from tests.pods import BLOCK, Pods, SavedInstance, instance_up, stop, wait_for  # noqa: E402  (the entrypoint tests' harness)
+from tests.pods import BLOCK, Pods, SavedInstance, instance_up, stop, wait_for  # the entrypoint tests' harness
 
 WORKERS = (1, 2, 3)
 

@@ -3,8 +3,8 @@
 mocks and render's time and output size, each as a ratio to size 1 (the best of --repeat runs). It
 reaches no cluster: the admission check, the one part that reads a cluster, is off here.
 
-    venv/bin/python scripts/bench.py                       # sizes 1, 10, 100, 1000, 10000
-    venv/bin/python scripts/bench.py --sizes 1,10,100 --repeat 3
+    venv/bin/python -m tests.bench.sizes                       # sizes 1, 10, 100, 1000, 10000
+    venv/bin/python -m tests.bench.sizes --sizes 1,10,100 --repeat 3
 """
 
 from __future__ import annotations
@@ -14,14 +14,10 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from components.builders.rendering import render  # noqa: E402
-from components.config.loader import load_spec  # noqa: E402
-from tests.harness import deploy  # noqa: E402  (the same mocks the tests use)
+from components.builders.rendering import render
+from components.config.loader import load_spec
+from tests.harness import deploy  # the same mocks the tests use
 
 DEFAULT_SIZES = (1, 10, 100, 1000, 10_000)
 IMAGE = "ghcr.io/flux-framework/flux-restful-api:latest"
