@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
+from pydantic import model_validator
 
-from pydantic import Field, field_validator, model_validator
-
-from components.config import paths, rules
+from components.config import rules
 from components.config.settings import Model
+from components.config.types import AbsolutePath, GitBranch, GitRepository, Image, MountPath, Port
 
 DEFAULT_FLUX_VIEW_IMAGE = "ghcr.io/converged-computing/flux-view-rocky:tag-9"
 FLUX_RESTFUL_API_REPOSITORY = "flux-framework/flux-restful-api"
@@ -19,20 +18,10 @@ class FluxView(Model):
 
     enabled: bool = False
     """Use the view (the application image then needs no Flux, only bash)."""
-    image: str = DEFAULT_FLUX_VIEW_IMAGE
+    image: Image = DEFAULT_FLUX_VIEW_IMAGE
     """The view image: match the application image's OS (rocky 8/9, ubuntu focal/jammy/noble, arm)."""
-    path: str = "/mnt/flux"
+    path: MountPath = "/mnt/flux"
     """Where the view is mounted in the pods."""
-
-    @field_validator("image")
-    @classmethod
-    def _image(cls, value: str) -> str:
-        return rules.image(value)
-
-    @field_validator("path")
-    @classmethod
-    def _path(cls, value: str) -> str:
-        return rules.clear_of(rules.absolute_path(value), paths.RESERVED)
 
 
 class RestfulApi(Model):
@@ -40,35 +29,16 @@ class RestfulApi(Model):
 
     enabled: bool = False
     """Start the server (needs a persistent cluster: no minicluster:command)."""
-    port: int = Field(default=5000, ge=1, le=65535)
+    port: Port = 5000
     """Its port, on the pod and on the Service <name>-api."""
     secret_name: str | None = None
     """Existing Secret with keys `user`, `token` and `secret-key` (required when enabled)."""
-    install_dir: str = "/code"
+    install_dir: AbsolutePath = "/code"
     """Where the image has the server's code (its init container copies it); otherwise it is cloned."""
-    repository: str = FLUX_RESTFUL_API_REPOSITORY
+    repository: GitRepository = FLUX_RESTFUL_API_REPOSITORY
     """GitHub repository to install from."""
-    branch: str = "main"
+    branch: GitBranch = "main"
     """Branch to install."""
-
-    @field_validator("install_dir")
-    @classmethod
-    def _dir(cls, value: str) -> str:
-        return rules.absolute_path(value)
-
-    @field_validator("repository")
-    @classmethod
-    def _repository(cls, value: str) -> str:
-        if not re.match(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$", value):
-            raise ValueError("must be OWNER/NAME")
-        return value
-
-    @field_validator("branch")
-    @classmethod
-    def _branch(cls, value: str) -> str:
-        if not re.match(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$", value):
-            raise ValueError("must be a git branch name")
-        return value
 
     @model_validator(mode="after")
     def _credentials(self) -> RestfulApi:

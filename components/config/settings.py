@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 from components.config import rules
+from components.config.types import Dns1123Label, Image
 
 ImagePullPolicy = Literal["Always", "IfNotPresent", "Never"]
 EnvValue = str | int | float | bool
@@ -138,9 +139,9 @@ class Sidecar(ContainerSettings):
     """A container that runs alongside the Flux container in every broker pod, as a Kubernetes native
     sidecar: it starts first and is stopped when the Flux container exits, so the Job can complete."""
 
-    name: str
+    name: Dns1123Label
     """Container name (DNS-1123 label), unique within the pod."""
-    image: str
+    image: Image
     """Its image."""
     command: list[str] | None = None
     """Its command (argv). Default: the image's entrypoint."""
@@ -153,16 +154,6 @@ class Sidecar(ContainerSettings):
     # Only False is accepted: the field exists so that a config copied from the flux-operator's
     # MiniCluster (whose containers have runFlux) gets a clear answer. Remove when: the operator's
     # API drops containers[].runFlux (it still has it in v1alpha2).
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        return rules.label(value, rules.DNS_1123_LABEL, "a DNS-1123 label")
-
-    @field_validator("image")
-    @classmethod
-    def _image(cls, value: str) -> str:
-        return rules.image(value)
 
     @field_validator("run_flux")
     @classmethod

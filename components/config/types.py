@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, Field, SecretStr
 
-from components.config import rules
+from components.config import paths, rules
 from components.config.certificate import CertificateError, parse
 
 WEEK = 7 * 24 * 3600
@@ -97,3 +97,9 @@ TbonTopology = Annotated[str, _check(rules.TBON_TOPOLOGY, "must be kary:K, binom
 CurveCertificate = Annotated[SecretStr, AfterValidator(_certificate)]
 BrokerAttributes = Annotated[dict[str, str | int | float | bool], AfterValidator(_broker_attributes)]
 BrokerToml = Annotated[str, AfterValidator(_broker_toml)]
+MountPath = Annotated[
+    str, AfterValidator(rules.absolute_path), AfterValidator(lambda v: rules.clear_of(v, paths.RESERVED))
+]
+"""Where a volume is mounted: absolute, and clear of the MiniCluster's own directories."""
+GitRepository = Annotated[str, _check(re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"), "must be OWNER/NAME")]
+GitBranch = Annotated[str, _check(re.compile(r"^[A-Za-z0-9_.][A-Za-z0-9_./-]*$"), "must be a git branch name")]

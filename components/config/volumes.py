@@ -7,8 +7,9 @@ from typing import Literal
 from pydantic import field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from components.config import paths, rules
+from components.config import rules
 from components.config.settings import Model
+from components.config.types import AbsolutePath, FluxDuration, MountPath, Subdomain
 
 
 class EmptyDir(Model):
@@ -31,35 +32,20 @@ VOLUME_SOURCES = ("claim_name", "host_path", "config_map", "secret", "empty_dir"
 class Volume(Model):
     """A volume mounted into the Flux container (and the sidecars that name it). Exactly one source."""
 
-    path: str
+    path: MountPath
     """Mount path (absolute)."""
     read_only: bool = False
     """Mount it read-only."""
-    claim_name: str | None = None
+    claim_name: Subdomain | None = None
     """An existing PersistentVolumeClaim."""
-    host_path: str | None = None
+    host_path: AbsolutePath | None = None
     """A directory on the node."""
-    config_map: str | None = None
+    config_map: Subdomain | None = None
     """An existing ConfigMap."""
-    secret: str | None = None
+    secret: Subdomain | None = None
     """An existing Secret."""
     empty_dir: EmptyDir | None = None
     """An emptyDir: {} or {medium: Memory, sizeLimit: 1Gi}."""
-
-    @field_validator("path", "host_path")
-    @classmethod
-    def _absolute(cls, value: str | None) -> str | None:
-        return None if value is None else rules.absolute_path(value)
-
-    @field_validator("path")
-    @classmethod
-    def _not_ours(cls, value: str) -> str:
-        return rules.clear_of(value, paths.RESERVED)
-
-    @field_validator("claim_name", "config_map", "secret")
-    @classmethod
-    def _object_name(cls, value: str | None) -> str | None:
-        return None if value is None else rules.subdomain(value)
 
     @model_validator(mode="after")
     def _one_source(self) -> Volume:
@@ -76,31 +62,16 @@ class StateVolume(Model):
     """Where rank 0 keeps the Flux instance's state (its statedir: content store, KVS, job manager
     checkpoint), so that a replaced rank 0 restarts the same instance. Exactly one source."""
 
-    claim_name: str | None = None
+    claim_name: Subdomain | None = None
     """An existing PersistentVolumeClaim. Every pod mounts it; only rank 0 uses it."""
     access_mode: Literal["ReadWriteMany", "ReadWriteOnce"] = "ReadWriteMany"
     """The claim's access mode. ReadWriteOnce mounts on one node only, so every pod must then be pinned
     to one node (pod.nodeSelector kubernetes.io/hostname)."""
-    host_path: str | None = None
+    host_path: AbsolutePath | None = None
     """A directory on the node: only for a MiniCluster whose pods all run on one node."""
-    checkpoint_period: str = "30s"
+    checkpoint_period: FluxDuration = "30s"
     """How often the instance's state is checkpointed ([kvs] checkpoint-period): what a rank 0 that is
     killed, rather than stopped, can lose."""
-
-    @field_validator("claim_name")
-    @classmethod
-    def _claim(cls, value: str | None) -> str | None:
-        return None if value is None else rules.subdomain(value)
-
-    @field_validator("host_path")
-    @classmethod
-    def _directory(cls, value: str | None) -> str | None:
-        return None if value is None else rules.absolute_path(value)
-
-    @field_validator("checkpoint_period")
-    @classmethod
-    def _period(cls, value: str) -> str:
-        return rules.flux_duration(value)
 
     @model_validator(mode="after")
     def _one_source(self) -> StateVolume:
