@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from components.builders import files, manifests
-from components.config import certificate
+from components.config import certificate, paths
 from components.config.loader import load_spec
 from components.config.spec import MiniClusterSpec
 from tests.conftest import config
@@ -103,6 +103,11 @@ class Pods:
             "STANDIN_LOG": str(log),
             **env,
         }
+        # The files the Job places under the state directory, in this pod's own one.
+        here = process_env["MC_STATE_DIR"]
+        for key, value in self.env.items():
+            if key not in env and key != "MC_STATE_DIR" and f"{paths.STATE_DIR}/" in value:
+                process_env[key] = value.replace(f"{paths.STATE_DIR}/", f"{here}/")
         process = subprocess.Popen(
             ["bash", str(self.run_dir / script), *args], env=process_env, stderr=subprocess.PIPE,
             stdout=subprocess.DEVNULL, text=True, cwd=self.tmp,

@@ -68,12 +68,12 @@ read_scale() {
 
 # The broker refuses a certificate others can read, and the Secret mount is read-only: copy it privately.
 prepare_state() {
-  mkdir -p "$state/run" "$(statedir)" || die "cannot create $state and $(statedir)"
+  mkdir -p "${MC_RUN_DIR:?}" "$(statedir)" || die "cannot create $MC_RUN_DIR and $(statedir)"
   rm -f "$rejoin_mark" # a mark from this container's previous run is not for this one
-  (umask 077 && cp "${MC_CURVE_CERT_SOURCE:?}" "$state/curve.cert") || die "cannot copy $MC_CURVE_CERT_SOURCE"
-  chmod 0600 "$state/curve.cert"
+  (umask 077 && cp "${MC_CURVE_CERT_SOURCE:?}" "${MC_PRIVATE_CURVE_CERT:?}") || die "cannot copy $MC_CURVE_CERT_SOURCE"
+  chmod 0600 "$MC_PRIVATE_CURVE_CERT"
   # Every host gets this pod's cores and GPUs: the nodes of one MiniCluster are assumed alike.
-  "$flux" R encode --hosts="$MC_HOSTLIST" --local >"$state/R" || die "flux R encode failed"
+  "$flux" R encode --hosts="$MC_HOSTLIST" --local >"${MC_RESOURCE_FILE:?}" || die "flux R encode failed"
 }
 
 broker_options() {
@@ -81,7 +81,7 @@ broker_options() {
   local -a attributes
   options_out_=(
     "-o,--config-path=${MC_BROKER_CONFIG_DIR:?}"
-    "-Srundir=$state/run"
+    "-Srundir=$MC_RUN_DIR"
     "-Sstatedir=$(statedir)"
     "-Slocal-uri=$local_uri"
     "-Slog-stderr-level=${MC_LOG_LEVEL:?}"

@@ -6,7 +6,7 @@
 flux=${MC_FLUX:?}
 run_config=${MC_RUN_CONFIG_DIR:?}
 state=${MC_STATE_DIR:?}
-local_uri=local://$state/run/local # where this pod's broker listens (its FLUX_URI)
+local_uri=${MC_LOCAL_URI:?} # where this pod's broker listens (its FLUX_URI)
 rank=${MC_RANK:-} # found by the entrypoint (find_rank), and inherited by rank 0's initial program
 
 log() {
