@@ -48,19 +48,22 @@ class ApiProblem:
         return self.kind == "unreachable"
 
 
-def describe(found: ApiProblem, *, doing: str, namespace: str, needs: str, context: str, host: str = "") -> str:
+def describe(
+    found: ApiProblem, *, doing: str, namespace: str = "", needs: str = "", context: str = "", host: str = ""
+) -> str:
     """The one wording of a failed request, per kind. `doing`: what the request was for ("creating the
     keygen pod"); `needs`: the RBAC verbs it takes; `context`: where the user picks the cluster."""
     said = f"{found.status}: {found.detail}" if found.status else found.detail
+    where = f" in namespace {namespace!r}" if namespace else ""
     if found.kind == "unreachable":
         at = f" at {host}" if host else ""
-        check = f"check `kubectl cluster-info` and {context}"
+        check = f"check `kubectl cluster-info` and {context or 'the kubernetes:context setting'}"
         return f"cannot reach the Kubernetes cluster{at} ({said}) while {doing}; {check}"
     if found.kind == "server-error":
         return f"the Kubernetes API server failed ({said}) while {doing}"
     if found.kind == "denied":
-        where = f"in namespace {namespace!r}"
-        return f"access denied ({said}) while {doing} {where}: this needs {needs} there (check your RBAC)"
+        rights = f"this needs {needs} there" if needs else "your account lacks a right there"
+        return f"access denied ({said}) while {doing}{where}: {rights} (check your RBAC)"
     if found.kind == "client-side":
         return (
             f"the Kubernetes client refused the request ({said}) while {doing}: this is a bug in the MiniCluster "
@@ -255,12 +258,11 @@ def unschedulable(status: Any) -> str:
     return why if why.startswith("Unschedulable") else ""
 
 
-def failure(what: str, error: BaseException) -> RuntimeError:
-    """One line for `pulumi up`: what could not be done, and why, as the API server or the network said."""
+def failure(doing: str, error: BaseException) -> RuntimeError:
+    """One line for `pulumi up`: what could not be done (`doing`: "reading the Job's size"), and why."""
     if isinstance(error, NoCluster):
-        return RuntimeError(f"{what}: cannot reach the cluster: {error}")
-    found = problem(error)
-    return RuntimeError(f"{what} ({found.status or found.kind}: {found.detail})")
+        return RuntimeError(f"cannot reach the Kubernetes cluster while {doing}: {error}")
+    return RuntimeError(describe(problem(error), doing=doing))
 
 
 def run_in_pod(

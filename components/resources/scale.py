@@ -65,7 +65,7 @@ class ScaleProvider(WireProvider):
         except Exception as error:
             if not isinstance(error, kube.NoCluster) and kube.problem(error).kind == "not-found":
                 return ReadResult(id_, props)
-            raise kube.failure("could not read the Job's size", error) from None
+            raise kube.failure("reading the Job's size", error) from None
         return ReadResult(id_, {**props, "size": size})
 
 
@@ -73,7 +73,7 @@ def _resize(inputs: ScaleInputs) -> str:
     from components.cluster import kube, scale
 
     want = scale.Scale(**inputs.model_dump(exclude={"job_uid", "kube_context"}))  # the same fields, by name
-    with failing_as(f"could not bring the MiniCluster to size {inputs.size}", scale.ResizeFailed):
+    with failing_as(f"bringing the MiniCluster to size {inputs.size}", scale.ResizeFailed):
         return "\n".join(scale.resize(kube.api_client(inputs.kube_context), want))
 
 

@@ -45,7 +45,7 @@ class SchedulingGuardProvider(WireProvider):
         from components.cluster import kube, scheduling
 
         inputs = GuardInputs.from_wire(props)
-        with failing_as("the scheduling guard could not follow the Job's pods", scheduling.Unschedulable):
+        with failing_as("following the Job's pods (the scheduling guard)", scheduling.Unschedulable):
             outcome = scheduling.guard(
                 kube.api_client(inputs.kube_context), inputs.namespace, inputs.job, inputs.selector, inputs.size,
                 float(inputs.schedule_timeout), inputs.job_urn,

@@ -87,8 +87,8 @@ class WireProvider(ResourceProvider):
 
 
 @contextmanager
-def failing_as(what: str, *saying: type[Exception]) -> Iterator[None]:
-    """A failed request to the cluster becomes one line: `what` could not be done, and why. The
+def failing_as(doing: str, *saying: type[Exception]) -> Iterator[None]:
+    """A failed request to the cluster becomes one line: what it was `doing`, and why it failed. The
     `saying` errors carry their own message for the user already, and pass as they are."""
     from components.cluster import kube
 
@@ -97,4 +97,4 @@ def failing_as(what: str, *saying: type[Exception]) -> Iterator[None]:
     except saying:
         raise
     except Exception as error:
-        raise kube.failure(what, error) from None
+        raise kube.failure(doing, error) from None

@@ -1,0 +1,36 @@
+"""One wording per kind of failed request (kube.describe), whoever made the request."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.cluster import kube
+
+DOING = {"doing": "creating the keygen pod", "namespace": "hpc", "needs": "create on pods", "context": "--context"}
+
+
+@pytest.mark.parametrize(
+    ("kind", "status", "expected"),
+    [
+        ("unreachable", None, "cannot reach the Kubernetes cluster at https://k:6443 (Connection refused) while "
+         "creating the keygen pod; check `kubectl cluster-info` and --context"),
+        ("server-error", 503, "the Kubernetes API server failed (503: Connection refused) while creating the "
+         "keygen pod"),
+        ("denied", 403, "access denied (403: Connection refused) while creating the keygen pod in namespace 'hpc': "
+         "this needs create on pods there (check your RBAC)"),
+        ("conflict", 409, "the Kubernetes API refused the request (409: Connection refused) while creating the "
+         "keygen pod"),
+        ("client-side", None, "the Kubernetes client refused the request (Connection refused) while creating the "
+         "keygen pod: this is a bug in the MiniCluster program; please report it with this message"),
+    ],
+)  # fmt: skip
+def test_each_kind_has_one_wording(kind: kube.Kind, status: int | None, expected: str) -> None:
+    found = kube.ApiProblem(kind, status, "Connection refused")
+    assert kube.describe(found, **DOING, host="https://k:6443" if kind == "unreachable" else "") == expected
+
+
+def test_a_provider_failure_is_the_same_words_for_what_it_was_doing() -> None:
+    error = kube.NoCluster("no kubeconfig")
+    assert str(kube.failure("reading the Job's size", error)) == (
+        "cannot reach the Kubernetes cluster while reading the Job's size: no kubeconfig"
+    )
