@@ -8,7 +8,6 @@ import sys
 import pytest
 
 from tests.bench import sizes as bench
-from tests.harness import ROOT
 from tests.kube_api import Cluster
 
 
@@ -61,8 +60,7 @@ def test_the_stop_benchmark_prints_each_pods_time_from_sigterm_to_exit_and_to_a_
 
 def test_the_admission_benchmark_stays_fast_on_a_large_cluster() -> None:
     """CI's reduced run: 500 nodes and 10 000 pods. Linear work; 5 000 and 100 000 are in the README."""
-    sys.path.insert(0, str(ROOT / "scripts"))
-    import bench_admission
+    from tests.bench import admission as bench_admission
 
     decode_s, check_s, problems = bench_admission.measure(500, 10_000)
     assert problems == []  # the fixtures' hpc half has room for 1000 brokers of 4 cpu

@@ -3,8 +3,8 @@
 over the nodes, one to three containers each, common requests), served as the API server pages them
 (500 a page): the time to decode those pages and the time of the pure check itself.
 
-    python scripts/bench_admission.py                          # 5 000 nodes, 100 000 pods
-    python scripts/bench_admission.py --nodes 500 --pods 10000
+    venv/bin/python -m tests.bench.admission                          # 5 000 nodes, 100 000 pods
+    venv/bin/python -m tests.bench.admission --nodes 500 --pods 10000
 """
 
 from __future__ import annotations
@@ -14,14 +14,10 @@ import json
 import random
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from components.cluster import admission, fit  # noqa: E402
-from components.config.loader import load_spec  # noqa: E402
+from components.cluster import admission, fit
+from components.config.loader import load_spec
 
 CPU = ("100m", "250m", "500m", "1", "2")
 MEMORY = ("128Mi", "256Mi", "1Gi", "2Gi")
