@@ -17,7 +17,7 @@ from tests.harness import deploy_rejected
 LONG = "a" * 58
 CASES: list[tuple[str, dict[str, Any], str]] = [
     # (id, overrides, expected problem line or its start)
-    ("image-missing", {"image": None}, "minicluster:image: Field required"),
+    ("image-missing", {"image": None}, "minicluster:image: required, and not set (`pulumi config set minicluster:image ...`)"),
     ("image-spaces", {"image": "my image"}, "minicluster:image: must be an image reference like registry/path:tag (got 'my image')"),
     ("image-upper", {"image": "Flux/Core:1"}, "minicluster:image: must be an image reference"),
     ("image-empty", {"image": ""}, "minicluster:image: must be an image reference"),
@@ -85,7 +85,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("sidecar-names-repeat", {"containers": [{"name": "a", "image": "app:1"}, {"name": "a", "image": "app:2"}]}, "minicluster:containers: two containers are named 'a'"),
     ("sidecar-unknown-volume", {"containers": [{"name": "a", "image": "app:1", "volumes": ["nope"]}]}, "minicluster:containers[0].volumes: 'nope' is not one of minicluster:volumes"),
     ("sidecar-image-bad", {"containers": [{"name": "a", "image": "Bad Image"}]}, "minicluster:containers[0].image: must be an image reference"),
-    ("volume-without-path", {"volumes": {"data": {"claimName": "pvc"}}}, "minicluster:volumes.data.path: Field required"),
+    ("volume-without-path", {"volumes": {"data": {"claimName": "pvc"}}}, "minicluster:volumes.data.path: required, and not set"),
     ("volume-two-sources", {"volumes": {"data": {"path": "/d", "claimName": "pvc", "hostPath": "/x"}}}, "minicluster:volumes.data: needs exactly one source of claimName, hostPath, configMap, secret, emptyDir (it has 2: claimName, hostPath)"),
     ("volume-no-source", {"volumes": {"data": {"path": "/d"}}}, "minicluster:volumes.data: needs exactly one source"),
     ("volume-on-our-files", {"volumes": {"data": {"path": "/var/lib/minicluster", "emptyDir": {}}}}, "minicluster:volumes.data.path: /var/lib/minicluster overlaps /var/lib/minicluster"),

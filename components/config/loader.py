@@ -31,6 +31,17 @@ class ConfigError(ValueError):
         super().__init__("invalid MiniCluster stack config:\n" + "\n".join(f"  - {p}" for p in problems))
 
 
+class NoStackFile(ConfigError):
+    """The stack file is not there: one line, saying which stacks are."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__([message])
+        self.args = (message,)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 ALWAYS_SECRET = "curveCertificate"
 """Never echoed, whether or not the stack marks it secret."""
 SECRETS_KEPT = (ALWAYS_SECRET, "environment", "command", "hooks")
@@ -112,6 +123,9 @@ def _describe(error: ValidationError, hidden: Collection[str]) -> list[str]:
         message = item["msg"].removeprefix("Value error, ")
         if item["type"] == "extra_forbidden":
             problems.append(_nested_unknown_key(loc))
+        elif item["type"] == "missing":  # nothing to echo: the input is the object it is missing from
+            key = _key_path(loc)
+            problems.append(f"{NAMESPACE}:{key}: required, and not set (`pulumi config set {NAMESPACE}:{key} ...`)")
         else:
             shown = "" if loc[0] in hidden else f" (got {item.get('input')!r})"
             problems.append(f"{NAMESPACE}:{_key_path(loc)}: {message}{shown}")

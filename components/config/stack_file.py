@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from components.config.loader import ALWAYS_SECRET, NAMESPACE, SECRETS_KEPT, ConfigError, load_spec
+from components.config.loader import ALWAYS_SECRET, NAMESPACE, SECRETS_KEPT, ConfigError, NoStackFile, load_spec
 from components.config.spec import MiniClusterSpec
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +40,11 @@ def read_config(path: Path) -> tuple[dict[str, Any], list[str]]:
     `true` or `4` is the string "true" or "4", and the model decides what it may be) and an object
     or a list as JSON."""
     if not path.is_file():
-        raise ConfigError([f"no stack file {path}"])
+        here = sorted(
+            found.name.removeprefix("Pulumi.").removesuffix(".yaml") for found in path.parent.glob("Pulumi.*.yaml")
+        )
+        stacks = f"the stacks here: {', '.join(here)}" if here else "there is no stack file here"
+        raise NoStackFile(f"no stack file {path} ({stacks}; a new stack: `pulumi stack init NAME`)")
     text = path.read_text()
     document = yaml.safe_load(text) or {}
     config = document.get("config") or {}
