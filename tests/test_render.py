@@ -114,7 +114,7 @@ def test_render_refuses_what_pulumi_up_refuses(tmp_path: Path) -> None:
     result = subprocess.run([*RENDER, "--config", str(path)], capture_output=True, text=True, check=False)
     assert (result.returncode, result.stdout) == (2, "")
     said_by_render = (
-        "minicluster:size: Input should be a valid integer, unable to parse string as an integer (got 'true')"
+        "minicluster:size: must be a whole number (got true)"
     )
     assert said_by_render in result.stderr
     said_by_pulumi_up, _ = deploy_rejected(read_config(path)[0], stack="x")

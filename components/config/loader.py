@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import types
 import typing
 from collections.abc import Collection, Mapping
@@ -18,6 +19,7 @@ from pydantic import BaseModel, SecretStr, ValidationError
 
 from components.config import consistency
 from components.config.spec import MiniClusterSpec
+from components.config.types import WEEK
 
 NAMESPACE = "minicluster"
 """The Pulumi config namespace (the project name in Pulumi.yaml)."""
@@ -127,9 +129,30 @@ def _describe(error: ValidationError, hidden: Collection[str]) -> list[str]:
             key = _key_path(loc)
             problems.append(f"{NAMESPACE}:{key}: required, and not set (`pulumi config set {NAMESPACE}:{key} ...`)")
         else:
-            shown = "" if loc[0] in hidden else f" (got {item.get('input')!r})"
-            problems.append(f"{NAMESPACE}:{_key_path(loc)}: {message}{shown}")
+            shown = "" if loc[0] in hidden else f" (got {_as_written(item.get('input'))})"
+            problems.append(f"{NAMESPACE}:{_key_path(loc)}: {_in_users_words(item, loc, message)}{shown}")
     return problems
+
+
+def _in_users_words(item: Any, loc: list[Any], message: str) -> str:
+    """pydantic's words where they would name its classes or miss the unit."""
+    if item["type"] in ("model_type", "model_attributes_type", "dict_type"):
+        return f"must be an object of its own keys ({NAMESPACE}:{_key_path(loc)}.* in the configuration reference)"
+    if item["type"] in ("int_parsing", "int_from_float", "int_type") and _in_seconds(loc):
+        return "must be a whole number of seconds (600 for ten minutes)"
+    if item["type"] in ("int_parsing", "int_from_float", "int_type"):
+        return "must be a whole number"
+    return message
+
+
+def _in_seconds(loc: list[Any]) -> bool:
+    field = MiniClusterSpec.model_fields.get(config_keys().get(str(loc[0]), "")) if len(loc) == 1 else None
+    return field is not None and any(getattr(rule, "le", None) == WEEK for rule in field.metadata)
+
+
+def _as_written(value: Any) -> str:
+    """A value as the user wrote it: a word or number bare, other text quoted."""
+    return value if isinstance(value, str) and re.fullmatch(r"[\w.:/+-]+", value) else repr(value)
 
 
 def _key_path(loc: list[Any]) -> str:
