@@ -113,9 +113,7 @@ def test_render_refuses_what_pulumi_up_refuses(tmp_path: Path) -> None:
     path.write_text(CLI_LIKE.replace("minicluster:size: 4", "minicluster:size: true"))
     result = subprocess.run([*RENDER, "--config", str(path)], capture_output=True, text=True, check=False)
     assert (result.returncode, result.stdout) == (2, "")
-    said_by_render = (
-        "minicluster:size: must be a whole number (got true)"
-    )
+    said_by_render = "minicluster:size: must be a whole number (got true)"
     assert said_by_render in result.stderr
     said_by_pulumi_up, _ = deploy_rejected(read_config(path)[0], stack="x")
     assert said_by_render in said_by_pulumi_up
@@ -142,3 +140,31 @@ def test_an_encrypted_environment_value_renders_as_a_placeholder_and_goes_throug
     assert env["API_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "dev-config-secret", "key": "env.API_TOKEN"}
     assert "minicluster:environment encrypted: shown as placeholders" in result.stderr
     assert "v1:c2VjcmV0" not in result.stdout
+
+
+def entrypoint_files(objects: list[dict[str, Any]]) -> dict[str, str]:
+    (config_map,) = [o for o in objects if o["kind"] == "ConfigMap" and o["metadata"]["name"].endswith("-entrypoint")]
+    return config_map["data"]  # type: ignore[no-any-return]
+
+
+def test_a_command_written_as_a_yaml_list_is_its_words(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.x.yaml"
+    as_list = 'minicluster:command: [lmp, -in, in.reaxc.hns, "-var", "x y"]'
+    path.write_text(CLI_LIKE.replace("minicluster:command: \"echo 'hi there'\"", as_list))
+    assert entrypoint_files(rendered("--config", str(path)))["command.args"] == "lmp\n-in\nin.reaxc.hns\n-var\nx y\n"
+
+
+def test_option_flags_written_as_a_yaml_list_are_its_words(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(CLI_LIKE + '  minicluster:optionFlags: ["-o", "cpu-affinity=per-task"]\n')
+    flags = entrypoint_files(rendered("--config", str(path)))["submit.flags"]
+    assert flags == "--exclusive\n-o\ncpu-affinity=per-task\n"
+
+
+def test_a_list_where_other_text_is_expected_is_refused_by_key(tmp_path: Path) -> None:
+    path = tmp_path / "Pulumi.x.yaml"
+    path.write_text(CLI_LIKE.replace("minicluster:image: ghcr.io/flux-framework/flux-restful-api:latest",
+                                     "minicluster:image: [fluxrm/flux-sched]"))  # fmt: skip
+    result = subprocess.run([*RENDER, "--config", str(path)], capture_output=True, text=True, check=False)
+    assert result.returncode == 2
+    assert "minicluster:image: must be text, not a list or an object (got ['fluxrm/flux-sched'])" in result.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import shlex
 import types
 import typing
 from collections.abc import Collection, Mapping
@@ -93,16 +94,28 @@ def _unknown_key(key: str, known: list[str]) -> str:
     return f"minicluster:{key}: unknown config key{hint}"
 
 
+WORDS_AS_LIST = ("command", "option_flags")
+"""Text fields that may also be written as a YAML list of words (`command: [lmp, -in, in.reaxc.hns]`)."""
+
+
 def _decode(field_name: str, value: Any) -> Any:
-    """Pulumi hands structured values (objects, lists) to the program as JSON text."""
-    if not isinstance(value, str) or _is_text_field(field_name):
+    """Pulumi hands structured values (objects, lists) to the program as JSON text. A text field gets
+    its text, but for a list of words where WORDS_AS_LIST allows one (quoted as a shell would)."""
+    if not isinstance(value, str) or not value.lstrip().startswith(("{", "[")):
         return value
-    if value.lstrip().startswith(("{", "[")):
-        try:
-            return json.loads(value)
-        except json.JSONDecodeError:
-            return value
-    return value
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError:
+        return value
+    if not _is_text_field(field_name):
+        return parsed
+    if (
+        field_name in WORDS_AS_LIST
+        and isinstance(parsed, list)
+        and all(isinstance(w, str | int | float) for w in parsed)
+    ):
+        return shlex.join(str(word) for word in parsed)
+    return parsed if isinstance(parsed, list | dict) else value  # refused by the field's type: text expected
 
 
 def _is_text_field(field_name: str) -> bool:
@@ -142,6 +155,8 @@ def _in_users_words(item: Any, loc: list[Any], message: str) -> str:
         return "must be a whole number of seconds (600 for ten minutes)"
     if item["type"] in ("int_parsing", "int_from_float", "int_type"):
         return "must be a whole number"
+    if item["type"] == "string_type":
+        return "must be text, not a list or an object"
     return message
 
 

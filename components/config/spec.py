@@ -58,7 +58,8 @@ class MiniClusterSpec(ContainerSettings):
     image: Image
     """Container image with Flux installed, used by every broker pod (and by the keygen pod)."""
     command: ShellLine | None = None
-    """Command rank 0 runs in the instance, split like a shell line. Absent: a persistent cluster."""
+    """Command rank 0 runs in the instance, split like a shell line, or a YAML list of its words.
+    Absent: a persistent cluster."""
     size: int = Field(1, ge=1, le=MAX_INDEXED_COMPLETIONS)
     """Number of pods, each running one Flux broker. On an elastic cluster (no command, interactive,
     launcher, the RESTful API) a change between minSize and maxSize resizes the running instance."""
@@ -148,7 +149,8 @@ class MiniClusterSpec(ContainerSettings):
     broker_config: BrokerToml | None = None
     """A complete broker.toml used instead of the generated one (see the README for what it must keep)."""
     option_flags: ShellWords | None = None
-    """Flux option flags in one string, e.g. "-ompi=openmpi@5", added to submit (and the RESTful API)."""
+    """Flux option flags in one string, e.g. "-ompi=openmpi@5", or a YAML list of its words; added to
+    submit (and the RESTful API)."""
     flux_view: FluxView = Field(default_factory=FluxView)
     """Flux from an init container, for application images without Flux."""
     restful_api: RestfulApi = Field(default_factory=RestfulApi)
