@@ -109,3 +109,15 @@ def test_the_supported_versions_table_names_what_is_pinned() -> None:
     for package, pin in (("pulumi (SDK)", "pulumi"), ("pulumi-kubernetes", "pulumi_kubernetes"),
                          ("kubernetes (Python client)", "kubernetes"), ("pydantic", "pydantic")):  # fmt: skip
         assert f"| {package} | {pins[pin]} |" in table
+
+
+def test_without_the_pulumi_cli_the_first_command_stops_before_it_installs_anything(tmp_path: Path) -> None:
+    run_stack, _ = setup_commands()
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake_python(bin_dir / "python3")
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}  # no pulumi anywhere on it
+    result = subprocess.run(["/bin/bash", "-c", run_stack], cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert result.returncode != 0
+    assert result.stderr == "first install the Pulumi CLI: https://www.pulumi.com/docs/install/\n"
+    assert not (tmp_path / "venv").exists() and not (tmp_path / ".pulumi-passphrase").exists()
