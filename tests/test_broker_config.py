@@ -29,7 +29,7 @@ def test_hostlist_names_every_rank_in_order(size: int, expected: str) -> None:
 
 
 def test_hostlist_reaches_max_size_so_the_instance_can_grow() -> None:
-    (entry,) = broker(size=2, maxSize=8)["bootstrap"]["hosts"]
+    (entry,) = broker(size=2, maxSize=8, command=None)["bootstrap"]["hosts"]
     assert hostlist.expand_hostlist(entry["host"]) == [f"dev-{rank}" for rank in range(8)]
 
 

@@ -94,13 +94,24 @@ def test_a_change_of_max_size_replaces_the_job() -> None:
 
 @pytest.mark.parametrize("mode", ["submit", "batch"])
 def test_a_size_change_of_a_one_shot_command_replaces_the_job(mode: str) -> None:
-    stack = {"mode": mode, "command": "hostname", "size": 4, "maxSize": 8}
+    """A new size is a new run: a new hostlist, so a new broker config, and a new pod template."""
+    stack = {"mode": mode, "command": "hostname", "size": 4}
     before, after = deploy(config(**stack)), deploy(config(**{**stack, "size": 6}))
     assert SCALE not in after.kinds
     changed = changes(before, after)
-    assert not_ignored(after, "dev-job", changed["dev-job"]) == ["spec.completions", "spec.parallelism"]
-    assert not_ignored(after, "dev-scale", changed["dev-scale"]) == ["data.quorum", "data.size"]
+    assert changed["dev-broker-config"] == ["data.broker.toml"]  # data: the ConfigMap is replaced
+    assert {"spec.completions", "spec.parallelism"} <= set(not_ignored(after, "dev-job", changed["dev-job"]))
+    template_changes = [path for path in changed["dev-job"] if path.startswith("spec.template.")]
+    assert template_changes and not_ignored(after, "dev-job", template_changes) == template_changes
     assert after.one(JOB).inputs["metadata"]["annotations"] == {"pulumi.com/timeoutSeconds": "3600"}
+
+
+@pytest.mark.parametrize("mode", ["submit", "batch"])
+def test_max_size_on_a_one_shot_command_is_refused_by_key(mode: str) -> None:
+    message, deployment = deploy_rejected(config(mode=mode, command="hostname", size=4, maxSize=8))
+    elastic_only = "minicluster:maxSize (8) is for elastic clusters (no command, or mode interactive or launcher)"
+    assert f"{elastic_only}, and mode {mode!r} with a command runs once" in message
+    assert deployment.resources == []
 
 
 @pytest.mark.parametrize(

@@ -137,7 +137,7 @@ def test_flux_location_is_configurable(tmp_path: Path) -> None:
 
 
 def test_quorum_is_size_when_max_size_is_larger(tmp_path: Path) -> None:
-    assert "-Sbroker.quorum=4" in Pods(tmp_path, maxSize=10).run(1).start
+    assert "-Sbroker.quorum=4" in Pods(tmp_path, maxSize=10, command=None).run(1).start
 
 
 def test_min_size_sets_the_quorum(tmp_path: Path) -> None:
@@ -168,7 +168,7 @@ def test_certificate_is_copied_private_and_byte_identical(tmp_path: Path) -> Non
 
 
 def test_resource_set_is_encoded_for_the_whole_hostlist(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, size=2, maxSize=6)
+    pods = Pods(tmp_path, size=2, maxSize=6, command=None)
     run = pods.run(1)
     assert run.subcommand("R") == [["R", "encode", "--hosts=dev-[0-5]", "--local"]]
     assert (tmp_path / "state-1" / "R").read_text().startswith('{"version": 1')

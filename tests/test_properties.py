@@ -36,6 +36,8 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
     command = draw(st.one_of(st.none(), st.sampled_from(["hostname", "lmp -in in.lj", "echo a\necho b"])))
     if mode in ("launcher", "batch") and command is None:
         command = "hostname"
+    if command is not None and mode in ("submit", "batch"):  # one-shot: maxSize is for elastic clusters
+        max_size, largest = None, size
     raw: dict[str, Any] = {
         "image": draw(st.sampled_from(IMAGES)),
         "name": name,

@@ -38,6 +38,17 @@ def _sizes(spec: MiniClusterSpec) -> Iterator[Problem]:
         )
 
 
+def _elastic_only(spec: MiniClusterSpec) -> Iterator[Problem]:
+    """A one-shot command runs once at one size: a new size is a new run (a new Job), not a resize."""
+    if not spec.elastic and spec.max_size is not None and spec.max_size != spec.size:
+        yield Problem(
+            "maxSize",
+            f"minicluster:maxSize ({spec.max_size}) is for elastic clusters (no command, or mode interactive or "
+            f"launcher), and mode {spec.mode!r} with a command runs once: a new size starts a new run. "
+            "Unset minicluster:maxSize",
+        )
+
+
 def _names(spec: MiniClusterSpec) -> Iterator[Problem]:
     last_host = spec.host(spec.largest_size - 1)
     pod_fqdn = f"{last_host}.{spec.service}.{spec.namespace}.svc.{spec.cluster_domain}"
@@ -150,5 +161,5 @@ def _state_volume(spec: MiniClusterSpec) -> Iterator[Problem]:
 
 
 RULES: tuple[Callable[[MiniClusterSpec], Iterator[Problem]], ...] = (
-    _sizes, _names, _modes, _certificate, _containers, _ports_and_paths, _overlay, _state_volume,
+    _sizes, _elastic_only, _names, _modes, _certificate, _containers, _ports_and_paths, _overlay, _state_volume,
 )  # fmt: skip

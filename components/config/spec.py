@@ -64,7 +64,8 @@ class MiniClusterSpec(ContainerSettings):
     """Number of pods, each running one Flux broker. On an elastic cluster (no command, interactive,
     launcher, the RESTful API) a change between minSize and maxSize resizes the running instance."""
     max_size: int | None = Field(None, ge=1, le=MAX_INDEXED_COMPLETIONS)
-    """Largest size the instance can grow to (hostlist length; changing it replaces the Job). Default: size."""
+    """Largest size an elastic instance can grow to (hostlist length; changing it replaces the Job).
+    Default: size. Refused with a one-shot command (submit, batch), which runs once at its size."""
     min_size: int | None = Field(None, ge=1, le=MAX_INDEXED_COMPLETIONS)
     """Smallest size it can shrink to, and the brokers that must be online before rank 0 runs the command
     (broker.quorum). Default: shrinking goes down to 1, and the quorum is the size."""
