@@ -33,3 +33,10 @@ LOG_PREFIX = "minicluster"
 """Every line the scripts log starts `<LOG_PREFIX>[rank N]: `."""
 CALLED_OFF = 3
 """resize.sh's exit status when work still runs on the ranks that would go: the shrink is called off."""
+
+POD_GRACE = 30
+"""Seconds Kubernetes gives a stopping pod (its default terminationGracePeriodSeconds, which the broker
+pods keep): how long an elastic Job's pods may take to go once Pulumi deleted it."""
+DELETION_MARGIN = 60
+"""Seconds beyond POD_GRACE that `pulumi destroy` (or a replacement of the Job) waits for an elastic
+Job and its pods to be gone, for the Job controller and the kubelets to catch up."""

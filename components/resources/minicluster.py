@@ -22,8 +22,10 @@ import pulumi_kubernetes as k8s
 
 from components.builders import manifests
 from components.builders.names import INDEX_LABEL, labels
+from components.config import lifecycle
 from components.config.certificate import parse
 from components.config.spec import MiniClusterSpec
+from components.resources.deletion import JobDeletion, identity
 from components.resources.keygen import CurveCertificate, LocalCurveCertificate
 from components.resources.scale import Scale
 from components.resources.scheduling import SchedulingGuard, revision
@@ -77,9 +79,10 @@ class MiniCluster(pulumi.ComponentResource):
         )
         # A queue (e.g. Kueue) resumes a suspended Job by setting spec.suspend: Pulumi must not undo that.
         ignore = (["spec.suspend"] if spec.suspend else []) + (JOB_SIZE_FIELDS if spec.elastic else [])
+        deleted_first = [self._job_deletion(name, spec, job_manifest, args.kube_context)] if spec.elastic else []
         job = self._named(
             k8s.batch.v1.Job, f"{name}-job", job_manifest,
-            replace_on_changes=JOB_IMMUTABLE_FIELDS, ignore_changes=ignore,
+            replace_on_changes=JOB_IMMUTABLE_FIELDS, ignore_changes=ignore, depends_on=deleted_first,
         )  # fmt: skip
         if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
             self._scheduling_guard(name, spec, job_manifest, args.kube_context)
@@ -140,6 +143,18 @@ class MiniCluster(pulumi.ComponentResource):
         # Job starts at the size Pulumi keeps for it, the one kept here too.)
         ignore = ["size"] if spec.elastic else []
         return SchedulingGuard(f"{name}-scheduling", inputs, pulumi.ResourceOptions(parent=self, ignore_changes=ignore))
+
+    def _job_deletion(
+        self, name: str, spec: MiniClusterSpec, job_manifest: manifests.Manifest, kube_context: str | None
+    ) -> JobDeletion:
+        """Before the elastic Job, so that it is deleted after it: its delete waits for the Job's pods."""
+        inputs = {
+            "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"),
+            "identity": identity(job_manifest), "timeout": lifecycle.POD_GRACE + lifecycle.DELETION_MARGIN,
+            "kubeContext": kube_context,
+        }  # fmt: skip
+        opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        return JobDeletion(f"{name}-job-deletion", inputs, opts)
 
     def _scale(
         self, name: str, spec: MiniClusterSpec, job: Any, scale_config: pulumi.Output[str], kube_context: str | None

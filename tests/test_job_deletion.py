@@ -1,0 +1,101 @@
+"""Destroying (or replacing) an elastic Job waits until the Job and its pods are gone (issue 22): the
+JobDeletion resource in the program on mocks, and its provider over gRPC, as the engine drives it,
+with the real client against the API stand-in."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from components.builders.names import labels
+from components.resources import deletion
+from tests.conftest import config
+from tests.harness import deploy
+from tests.kube_api import Cluster, StandIn, running
+from tests.provider_plugin import ProviderPlugin, grpc_error
+from tests.test_operate import BROKER, DEV, broker_pod, job
+
+DELETION = "pulumi-python:dynamic/minicluster:JobDeletion"
+JOB = "kubernetes:batch/v1:Job"
+ELASTIC = {"command": None, "size": 4, "maxSize": 8}
+
+
+def test_the_elastic_job_depends_on_its_deletion_which_is_replaced_delete_first() -> None:
+    deployment = deploy(config(**ELASTIC))
+    waiter = deployment.one(DELETION)
+    assert deployment.urn(waiter) in deployment.options["dev-job"]["dependencies"]  # deleted after the Job
+    assert deployment.options[waiter.name]["deleteBeforeReplace"] is True
+    assert waiter.inputs["timeout"] == 90  # the pods' grace period (30 s) and a margin
+
+
+def test_a_resize_keeps_the_deletion_and_a_new_pod_template_replaces_it() -> None:
+    def identity(**overrides: Any) -> str:
+        return str(deploy(config(**{**ELASTIC, **overrides})).one(DELETION).inputs["identity"])
+
+    assert identity(size=6) == identity()  # the same Job, resized
+    assert identity(image="fluxrm/flux-sched:noble") != identity()  # a new Job
+
+
+def test_a_one_shot_job_has_none_pulumi_kubernetes_awaits_its_deletion_itself() -> None:
+    assert deploy(config()).of_type(DELETION) == []
+
+
+@pytest.fixture(scope="module")
+def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
+    process = ProviderPlugin(
+        deletion.JobDeletionProvider(), DELETION, {"KUBECONFIG": str(api_server.cluster.kubeconfig)}
+    )
+    yield process
+    process.close()
+
+
+@pytest.fixture
+def api(api_server: StandIn) -> Cluster:
+    return api_server.cluster.reset()
+
+
+def inputs(timeout: int = 90) -> dict[str, Any]:
+    return {"namespace": "default", "job": "dev", "selector": labels(DEV, "broker"), "identity": "a" * 64,
+            "timeout": timeout}  # fmt: skip
+
+
+def terminating(api: Cluster) -> None:
+    """The Job and its pods as Pulumi leaves them: deleted, still going."""
+    api.add_job(job())
+    for rank in range(DEV.size):
+        api.add_pod(broker_pod(rank, running(BROKER)))
+
+
+def test_delete_returns_once_the_job_and_its_pods_are_gone(plugin: ProviderPlugin, api: Cluster) -> None:
+    terminating(api)
+
+    def controllers_finish() -> None:
+        time.sleep(1.5)
+        with api.lock:
+            api.jobs.clear()
+            api.pods.clear()
+
+    threading.Thread(target=controllers_finish, daemon=True).start()
+    started = time.monotonic()
+    plugin.delete("default/dev", plugin.with_provider(inputs()))
+    assert 1.5 <= time.monotonic() - started < 5  # it waited for them, and no longer
+
+
+def test_delete_of_a_job_already_gone_returns_at_once(plugin: ProviderPlugin, api: Cluster) -> None:
+    started = time.monotonic()
+    plugin.delete("default/dev", plugin.with_provider(inputs()))
+    assert time.monotonic() - started < 2
+
+
+def test_pods_that_outlive_the_wait_fail_the_delete_naming_them(plugin: ProviderPlugin, api: Cluster) -> None:
+    terminating(api)
+    details = grpc_error(lambda: plugin.delete("default/dev", plugin.with_provider(inputs(timeout=1))))
+    assert (
+        "after 1s, the Job default/dev and 4 of its pods (dev-0-abcde, dev-1-abcde, dev-2-abcde, dev-3-abcde)"
+        in details
+    )
+    assert "still exist" in details
