@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Generate the README's configuration reference from the config model, so the two cannot drift.
+"""Generate the configuration reference (docs/configuration.md) from the config model, so the two cannot drift.
 
 python scripts/config_reference.py           # print the table
-python scripts/config_reference.py --write   # replace the table in README.md
+python scripts/config_reference.py --write   # replace the table in docs/configuration.md
 """
 
 from __future__ import annotations
@@ -97,12 +97,12 @@ def reference() -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--write", action="store_true", help="update README.md in place")
+    parser.add_argument("--write", action="store_true", help="update docs/configuration.md in place")
     table = reference()
     if not parser.parse_args().write:
         print(table)
         return 0
-    readme = ROOT / "README.md"
+    readme = ROOT / "docs" / "configuration.md"
     text = readme.read_text()
     start, end = text.index(BEGIN), text.index(END) + len(END)
     readme.write_text(text[:start] + table + text[end:])

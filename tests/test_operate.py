@@ -1,6 +1,6 @@
 """The ops tool (components/ops) with the real `kubernetes` client against the local API stand-in (issues 6, 10).
 
-The README's states table (command x cluster state -> exit code and words) is read from the README
+The states table (command x cluster state -> exit code and words) is read from docs/operating.md
 and every cell is run here, so the table and the tool cannot disagree.
 """
 
@@ -135,8 +135,8 @@ COMMANDS: dict[str, list[str]] = {
 
 
 def readme_table() -> list[tuple[str, str, int, str]]:
-    """(state, command, exit code, words) for every cell of the README's states table."""
-    text = (ROOT / "README.md").read_text()
+    """(state, command, exit code, words) for every cell of docs/operating.md's states table."""
+    text = (ROOT / "docs" / "operating.md").read_text()
     rows = text.split("<!-- states table: each cell is a test -->", 1)[1].strip().split("\n\n", 1)[0].splitlines()
     header = [cell.strip() for cell in rows[0].strip("|").split("|")]
     cells = []
@@ -144,7 +144,7 @@ def readme_table() -> list[tuple[str, str, int, str]]:
         state, *columns = (cell.strip() for cell in row.strip("|").split("|"))
         for command, cell in zip(header[1:], columns, strict=True):
             match = re.fullmatch(r"`(\d+)` (.+)", cell)
-            assert match, f"README states table, {state} x {command}: {cell!r}"
+            assert match, f"docs/operating.md states table, {state} x {command}: {cell!r}"
             cells.append((state, command, int(match.group(1)), match.group(2)))
     return cells
 

@@ -13,6 +13,7 @@ import pytest
 from tests.harness import ROOT
 
 README = (ROOT / "README.md").read_text()
+REFERENCE = (ROOT / "docs" / "configuration.md").read_text()
 
 
 def setup_commands() -> list[str]:
@@ -36,7 +37,7 @@ def test_configuration_reference_is_generated_from_the_model() -> None:
     generated = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "config_reference.py")], capture_output=True, text=True, check=True
     ).stdout.strip()
-    assert generated in README, "run: venv/bin/python scripts/config_reference.py --write"
+    assert generated in REFERENCE, "run: venv/bin/python scripts/config_reference.py --write"
     assert "| `minicluster:size` | int | `1` |" in generated
 
 
@@ -46,7 +47,7 @@ def test_configuration_reference_is_generated_from_the_model() -> None:
      "volumes.<name>.emptyDir.medium", "volumes.<name>.emptyDir.sizeLimit"],
 )  # fmt: skip
 def test_the_reference_lists_the_keys_of_optional_objects_too(key: str) -> None:
-    assert f"| `minicluster:{key}` |" in README
+    assert f"| `minicluster:{key}` |" in REFERENCE
 
 
 def test_the_first_command_keeps_secrets_under_a_random_passphrase_made_once(tmp_path: Path) -> None:
@@ -121,3 +122,9 @@ def test_without_the_pulumi_cli_the_first_command_stops_before_it_installs_anyth
     assert result.returncode != 0
     assert result.stderr == "first install the Pulumi CLI: https://www.pulumi.com/docs/install/\n"
     assert not (tmp_path / "venv").exists() and not (tmp_path / ".pulumi-passphrase").exists()
+
+
+def test_the_readme_is_short_and_every_page_it_moved_is_linked_from_it() -> None:
+    assert len(README.splitlines()) <= 250
+    for page in (ROOT / "docs").glob("*.md"):
+        assert f"(docs/{page.name})" in README, f"{page.name} is not reachable from the README"

@@ -148,7 +148,7 @@ class MiniClusterSpec(ContainerSettings):
     broker_attributes: BrokerAttributes = Field(default_factory=dict)
     """Extra broker attributes, each passed as -Skey=value."""
     broker_config: BrokerToml | None = None
-    """A complete broker.toml used instead of the generated one (see the README for what it must keep)."""
+    """A complete broker.toml used instead of the generated one (flux-operator-settings.md says what it must keep)."""
     option_flags: ShellWords | None = None
     """Flux option flags in one string, e.g. "-ompi=openmpi@5", or a YAML list of its words; added to
     submit (and the RESTful API)."""
