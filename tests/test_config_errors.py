@@ -121,6 +121,10 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("state-volume-period", {"command": None, "stateVolume": {"claimName": "s", "checkpointPeriod": "often"}}, "minicluster:stateVolume.checkpointPeriod: must be a Flux duration"),
     ("topology-beside-own-tbon", {"topology": "binomial", "brokerConfig": '[bootstrap]\ncurve_cert = "/c"\nhosts = [{ host = "dev-[0-3]" }]\n[tbon]\ntopo = "kary:2"\n'},
      "minicluster:topology goes into broker.toml's [tbon] table, and minicluster:brokerConfig has its own: set it there, or remove the [tbon] table"),
+    ("request-above-limit", {"resources": {"requests": {"cpu": "4"}, "limits": {"cpu": "2"}}}, "minicluster:resources: requests.cpu (4) is above limits.cpu (2)"),
+    ("gpu-request-without-limit", {"resources": {"requests": {"nvidia.com/gpu": 1}}}, "minicluster:resources: requests.nvidia.com/gpu (1) needs limits.nvidia.com/gpu equal to it"),
+    ("gpu-fraction", {"resources": {"limits": {"nvidia.com/gpu": "0.5"}}}, "minicluster:resources: nvidia.com/gpu (0.5) must be a whole number"),
+    ("sidecar-request-above-limit", {"containers": [{"name": "side", "image": "busybox:1", "resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}}]}, "minicluster:containers[0].resources: requests.memory (2Gi) is above limits.memory (1Gi)"),
 ]  # fmt: skip
 
 

@@ -142,7 +142,8 @@ def _describe(error: ValidationError, hidden: Collection[str]) -> list[str]:
             key = _key_path(loc)
             problems.append(f"{NAMESPACE}:{key}: required, and not set (`pulumi config set {NAMESPACE}:{key} ...`)")
         else:
-            shown = "" if loc[0] in hidden else f" (got {_as_written(item.get('input'))})"
+            value = item.get("input")  # an object's problem names its own values: no JSON echo
+            shown = "" if loc[0] in hidden or isinstance(value, dict | list) else f" (got {_as_written(value)})"
             problems.append(f"{NAMESPACE}:{_key_path(loc)}: {_in_users_words(item, loc, message)}{shown}")
     return problems
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
+from decimal import Decimal
+
+from kubernetes.utils import parse_quantity
 
 DNS_LABEL_MAX = 63
 DNS_NAME_MAX = 253
@@ -92,6 +95,16 @@ def quantities(value: Mapping[str, str | int | float]) -> dict[str, str]:
         if not QUANTITY.match(str(quantity)):
             raise ValueError(f"{name}: {quantity!r} is not a Kubernetes quantity (like 500m, 4, 8Gi)")
     return {name: str(quantity) for name, quantity in value.items()}
+
+
+def quantity(value: str | int | float) -> Decimal:
+    """A Kubernetes quantity's value (500m is 0.5, 1Gi is 1073741824)."""
+    return Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
+
+
+def extended_resource(name: str) -> bool:
+    """A resource outside Kubernetes' own: a domain-qualified name (nvidia.com/gpu) not in kubernetes.io."""
+    return "/" in name and not name.split("/", 1)[0].endswith("kubernetes.io")
 
 
 def env_names(names: list[str]) -> None:

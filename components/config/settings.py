@@ -63,6 +63,24 @@ class Resources(Model):
     def _quantities(cls, value: dict[str, str | int | float]) -> dict[str, str]:
         return rules.quantities(value)
 
+    @model_validator(mode="after")
+    def _as_the_api_server_checks_them(self) -> Resources:
+        """A request may not exceed its limit; an extended resource (nvidia.com/gpu) comes in whole
+        units, is never overcommitted (its request is its limit), and so needs a limit."""
+        for name, amount in {**self.requests, **self.limits}.items():
+            if rules.extended_resource(name) and rules.quantity(amount) % 1:
+                raise ValueError(f"{name} ({amount}) must be a whole number: an extended resource comes in units")
+        for name, request in self.requests.items():
+            limit = self.limits.get(name)
+            if limit is not None and rules.quantity(request) > rules.quantity(limit):
+                raise ValueError(f"requests.{name} ({request}) is above limits.{name} ({limit})")
+            if rules.extended_resource(name) and (limit is None or rules.quantity(request) != rules.quantity(limit)):
+                raise ValueError(
+                    f"requests.{name} ({request}) needs limits.{name} equal to it: Kubernetes never overcommits "
+                    "an extended resource (setting only limits is enough)"
+                )
+        return self
+
 
 class SecretKey(Model):
     """One key of an existing Kubernetes Secret."""
