@@ -125,6 +125,11 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("gpu-request-without-limit", {"resources": {"requests": {"nvidia.com/gpu": 1}}}, "minicluster:resources: requests.nvidia.com/gpu (1) needs limits.nvidia.com/gpu equal to it"),
     ("gpu-fraction", {"resources": {"limits": {"nvidia.com/gpu": "0.5"}}}, "minicluster:resources: nvidia.com/gpu (0.5) must be a whole number"),
     ("sidecar-request-above-limit", {"containers": [{"name": "side", "image": "busybox:1", "resources": {"requests": {"memory": "2Gi"}, "limits": {"memory": "1Gi"}}}]}, "minicluster:containers[0].resources: requests.memory (2Gi) is above limits.memory (1Gi)"),
+    ("toleration-operator-lower-case", {"pod": {"tolerations": [{"key": "gpu", "operator": "exists"}]}}, "minicluster:pod.tolerations[0].operator: Input should be 'Equal' or 'Exists' (got exists)"),
+    ("toleration-exists-with-value", {"pod": {"tolerations": [{"key": "gpu", "operator": "Exists", "value": "true"}]}}, "minicluster:pod.tolerations[0]: operator Exists matches any value: remove value, or use operator Equal"),
+    ("toleration-seconds-as-duration", {"pod": {"tolerations": [{"key": "gpu", "effect": "NoExecute", "value": "a", "tolerationSeconds": "5m"}]}}, "minicluster:pod.tolerations[0].tolerationSeconds: must be a whole number (got 5m)"),
+    ("toleration-seconds-without-no-execute", {"pod": {"tolerations": [{"key": "gpu", "value": "a", "tolerationSeconds": 60}]}}, "minicluster:pod.tolerations[0]: tolerationSeconds is for effect NoExecute only"),
+    ("dns-policy-none", {"pod": {"dnsPolicy": "None"}}, "minicluster:pod.dnsPolicy: Input should be 'ClusterFirst', 'ClusterFirstWithHostNet' or 'Default' (got None)"),
 ]  # fmt: skip
 
 

@@ -217,8 +217,9 @@ def keygen_pod(spec: MiniClusterSpec) -> Manifest:
         "volumes": [{"name": KEYGEN_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
     }
     pod = spec.pod
+    tolerations = [toleration.manifest() for toleration in pod.tolerations]
     for key, value in (("imagePullSecrets", [{"name": name} for name in pod.image_pull_secrets]),
-                       ("nodeSelector", dict(pod.node_selector)), ("tolerations", list(pod.tolerations))):  # fmt: skip
+                       ("nodeSelector", dict(pod.node_selector)), ("tolerations", tolerations)):  # fmt: skip
         if value:
             pod_spec[key] = value
     if spec.flux_view.enabled and spec.keygen_image is None:

@@ -255,7 +255,7 @@ def _scheduling(spec: MiniClusterSpec) -> Manifest:
     pod = spec.pod
     optional = {
         "nodeSelector": dict(pod.node_selector),
-        "tolerations": list(pod.tolerations),
+        "tolerations": [toleration.manifest() for toleration in pod.tolerations],
         "affinity": _affinity(spec),
         "serviceAccountName": pod.service_account_name,
         "automountServiceAccountToken": pod.automount_service_account_token,

@@ -181,6 +181,34 @@ class Sidecar(ContainerSettings):
         return value
 
 
+class Toleration(Model):
+    """A Kubernetes toleration, checked as the API server checks it."""
+
+    key: str | None = None
+    """The taint key it tolerates; unset (with operator Exists): every taint."""
+    operator: Literal["Equal", "Exists"] = "Equal"
+    """Equal: the taint's value must be `value`; Exists: any value (then no `value`)."""
+    value: str | None = None
+    """The taint value, for operator Equal."""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
+    """The taint effect it tolerates; unset: every effect."""
+    toleration_seconds: int | None = None
+    """For effect NoExecute: how long a pod stays once the taint appears (whole seconds)."""
+
+    @model_validator(mode="after")
+    def _as_the_api_server_checks_it(self) -> Toleration:
+        if self.operator == "Exists" and self.value:
+            raise ValueError("operator Exists matches any value: remove value, or use operator Equal")
+        if not self.key and self.operator != "Exists":
+            raise ValueError("a toleration without a key tolerates every taint, and needs operator Exists")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise ValueError("tolerationSeconds is for effect NoExecute only")
+        return self
+
+    def manifest(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
 class Pod(Model):
     """Settings of every broker pod (names follow the flux-operator's `pod`)."""
 
@@ -190,8 +218,8 @@ class Pod(Model):
     """Pod annotations."""
     node_selector: dict[str, str] = Field(default_factory=dict)
     """Schedule only on nodes with these labels."""
-    tolerations: list[dict[str, Any]] = Field(default_factory=list)
-    """Kubernetes tolerations, as is."""
+    tolerations: list[Toleration] = Field(default_factory=list)
+    """Kubernetes tolerations (key, operator, value, effect, tolerationSeconds)."""
     affinity: dict[str, Any] | None = None
     """A Kubernetes affinity, as is."""
     one_pod_per_node: bool = False
@@ -208,8 +236,9 @@ class Pod(Model):
     """PriorityClass of the pods."""
     restart_policy: Literal["Never", "OnFailure"] = "Never"
     """Never: a failed pod fails (and counts against backoffLimit). OnFailure: its container restarts in place."""
-    dns_policy: Literal["ClusterFirst", "ClusterFirstWithHostNet", "Default", "None"] | None = None
-    """Pod DNS policy. Default: Kubernetes' (ClusterFirst)."""
+    dns_policy: Literal["ClusterFirst", "ClusterFirstWithHostNet", "Default"] | None = None
+    """Pod DNS policy. Default: Kubernetes' (ClusterFirst). (None is not offered: it needs a dnsConfig,
+    and the brokers need the cluster's DNS to find each other.)"""
     image_pull_secrets: list[str] = Field(default_factory=list)
     """Existing Secrets for pulling private images."""
 
