@@ -2,12 +2,14 @@
 
 import pulumi
 
+from components.builders import object_limits
 from components.cluster import admission
 from components.config.loader import ConfigError, load_spec
 from components.resources.minicluster import MiniCluster, MiniClusterArgs, stack_config, stack_secret_keys
 
 try:
     spec = load_spec(stack_config(), pulumi.get_stack(), stack_secret_keys())
+    object_limits.check(spec)
 except ConfigError as error:
     # Validated before any resource is declared: a bad config creates nothing.
     raise pulumi.RunError(str(error)) from None

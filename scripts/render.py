@@ -21,6 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from components.builders import object_limits  # noqa: E402
 from components.builders.rendering import render  # noqa: E402
 from components.config import stack_file  # noqa: E402
 from components.config.loader import ConfigError  # noqa: E402
@@ -38,6 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     path = args.config or stack_file.stack_path(args.stack)
     try:
         spec, encrypted = stack_file.load(path)
+        object_limits.check(spec)
     except ConfigError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -171,3 +171,11 @@ def test_rules_across_keys_say_which_key_is_at_fault() -> None:
     spec = load_spec({f"minicluster:{k}": v for k, v in config(command=None, size=1).items()}, "dev")
     grown = spec.model_copy(update={"max_size": 3, "state_volume": StateVolume(host_path="/srv/flux")})
     assert [problem.key for problem in consistency.problems(grown)] == ["stateVolume.hostPath"]
+
+
+def test_a_command_over_the_size_kubernetes_allows_one_config_map_is_refused_before_anything_is_created() -> None:
+    long_batch = "\n".join(f"echo {'x' * 100} {line}" for line in range(6000))  # about 650 KB, stored twice
+    message, deployment = deploy_rejected(config(mode="batch", command=long_batch))
+    assert "minicluster:command and minicluster:hooks: the ConfigMap dev-entrypoint would hold" in message
+    assert "over the 1048576 (1 MiB) Kubernetes allows one ConfigMap" in message
+    assert deployment.resources == []
