@@ -224,3 +224,11 @@ def test_one_broker_pod_goes_through_the_namespaces_admission_as_a_dry_run_and_n
     assert sent["metadata"]["name"] == "dev-admission"
     assert [c["name"] for c in sent["spec"]["containers"]] == ["flux-broker"]  # the Job's own pod template
     assert kube_api.pods == {}  # dryRun=All: the stand-in, as the API server, stores nothing
+
+
+def test_a_webhook_that_cannot_dry_run_does_not_refuse_the_cluster(kube_api: Cluster) -> None:
+    """The API server's answer when a webhook has side effects: the pod is judged as the Job builds it."""
+    arrange(kube_api, CASES[0])
+    kube_api.fail("POST", "/pods$", 400, 'admission webhook "audit.example.com" does not support dry run')
+    found = verdict(resources=REQUESTS)
+    assert (found.refused, found.warnings) == (None, [])
