@@ -174,7 +174,7 @@ def test_rules_across_keys_say_which_key_is_at_fault() -> None:
 
 
 def test_a_command_over_the_size_kubernetes_allows_one_config_map_is_refused_before_anything_is_created() -> None:
-    long_batch = "\n".join(f"echo {'x' * 100} {line}" for line in range(6000))  # about 650 KB, stored twice
+    long_batch = "\n".join(f"echo {'x' * 100} {line}" for line in range(11000))  # about 1.2 MB
     message, deployment = deploy_rejected(config(mode="batch", command=long_batch))
     assert "minicluster:command and minicluster:hooks: the ConfigMap dev-entrypoint would hold" in message
     assert "over the 1048576 (1 MiB) Kubernetes allows one ConfigMap" in message

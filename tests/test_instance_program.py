@@ -58,6 +58,11 @@ def test_the_batch_script_shows_every_jobs_output_in_order_and_fails_if_one_fail
                      ["job", "attach", "f1"], ["job", "attach", "f2"], ["job", "attach", "f3"]]  # fmt: skip
 
 
+def test_a_batch_command_is_stored_once_as_its_script(tmp_path: Path) -> None:
+    files = manifests.run_config_files(Pods(tmp_path, mode="batch", command="echo one").spec)
+    assert "batch.sh" in files and "command.args" not in files
+
+
 def test_a_secret_batch_command_is_only_in_the_secret_files(tmp_path: Path) -> None:
     pods = Pods(tmp_path, secret_keys=("command",), mode="batch", command="echo one")
     assert "batch.sh" not in manifests.run_config_files(pods.spec)

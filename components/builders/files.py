@@ -97,9 +97,10 @@ def secret_run_files(spec: MiniClusterSpec) -> dict[str, str]:
 def _files_of(spec: MiniClusterSpec, secret: bool) -> dict[str, str]:
     files: dict[str, str] = {}
     if spec.command is not None and spec.is_secret("command") == secret:
-        files["command.args"] = _lines(spec.command_args)
-        if spec.mode == "batch":
+        if spec.mode == "batch":  # the script is the command's only copy: it runs nothing else
             files[BATCH_SCRIPT] = batch_script(spec)
+        else:
+            files["command.args"] = _lines(spec.command_args)
     for hook in ("init", "pre", "post") if spec.is_secret("hooks") == secret else ():
         snippet = getattr(spec.hooks, hook)
         if snippet:

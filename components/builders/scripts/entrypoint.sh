@@ -153,16 +153,16 @@ start_rank0() {
   task_layout layout
   read_lines command command.args
   read_lines flags submit.flags
-  if [[ -n ${MC_RESTFUL_PORT?} ]]; then
+  if [[ -n ${MC_RESTFUL_PORT?} || ${MC_MODE:?} == batch ]]; then # batch: its command is batch.sh
     program=(bash "$run_config/instance.sh")
   elif ((${#command[@]} == 0)); then
     log "persistent instance: no initial program; stop it with 'flux shutdown'"
     program=(-Sbroker.rc2_none=1)
   else
-    case ${MC_MODE:?} in
+    case $MC_MODE in
       submit) program=("$flux" submit --watch "${layout[@]}" "${flags[@]}" "${command[@]}") ;;
       launcher) program=("${command[@]}") ;;
-      batch | interactive) program=(bash "$run_config/instance.sh") ;;
+      interactive) program=(bash "$run_config/instance.sh") ;;
       *) die "unknown MC_MODE '$MC_MODE'" ;;
     esac
   fi
