@@ -39,8 +39,9 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
         return Verdict(
             warnings=[f"admission: left to Kueue (queue {queue!r}), which admits the Job when there is room"]
         )
+    pod = broker_pod(spec)
     try:
-        snapshot = read(kube.api_client(kube_context), spec.namespace, broker_pod(spec))
+        snapshot = read(kube.api_client(kube_context), spec.namespace, pod)
     except kube.NoCluster as error:
         return Verdict(warnings=[f"admission check skipped: {error}"])
     except Exception as error:
@@ -50,7 +51,7 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
             context="the kubernetes:context setting",
         )  # fmt: skip
         return Verdict(warnings=[f"admission check skipped: {said}"])
-    problems = fit.problems(shape(spec), snapshot)
+    problems = fit.problems(shape(spec, pod), snapshot)
     if not problems:
         return Verdict()
     text = f"MiniCluster {spec.name!r} does not fit the cluster as it is:\n" + "\n".join(f"  - {p}" for p in problems)
@@ -73,9 +74,9 @@ def broker_pod(spec: MiniClusterSpec) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
 
 
-def shape(spec: MiniClusterSpec) -> fit.Shape:
-    pod_spec = broker_pod(spec)["spec"]
-    return fit.Shape(spec.size, pod_spec, spec.pod.one_pod_per_node, spec.namespace, spec.name)
+def shape(spec: MiniClusterSpec, pod: dict[str, Any]) -> fit.Shape:
+    """`size` of `pod` (broker_pod's), as the scheduler is asked to place them."""
+    return fit.Shape(spec.size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name)
 
 
 def read(

@@ -58,9 +58,10 @@ def measure(nodes: int, pods: int) -> tuple[float, float, list[str]]:
     spec = load_spec({"minicluster:image": "flux:1", "minicluster:size": "1000", "minicluster:command": "hostname",
                       "minicluster:resources": json.dumps({"requests": {"cpu": "4", "memory": "16Gi"}}),
                       "minicluster:pod": json.dumps({"nodeSelector": {"pool": "hpc"}})}, "bench")  # fmt: skip
-    snapshot = fit.Snapshot(nodes=decoded[:nodes], pods=decoded[nodes:], quotas=[], admitted=admission.broker_pod(spec))
+    pod = admission.broker_pod(spec)
+    snapshot = fit.Snapshot(nodes=decoded[:nodes], pods=decoded[nodes:], quotas=[], admitted=pod)
     started = time.perf_counter()
-    problems = fit.problems(admission.shape(spec), snapshot)
+    problems = fit.problems(admission.shape(spec, pod), snapshot)
     return decode_s, time.perf_counter() - started, problems
 
 
