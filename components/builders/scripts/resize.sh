@@ -24,13 +24,9 @@ say() {
   if [[ -w ${MC_LOG_SINK:?} ]]; then printf '%s\n' "$line" >>"$MC_LOG_SINK" 2>/dev/null || true; fi
 }
 
-# The drained ranks among RANKS, as Flux lists them: one idset per line, `{ranks} {reason}` with -r.
+# The drained ranks among RANKS, as Flux lists them in FORMAT (one line per group it tells apart).
 drained() {
-  if [[ ${2:-} == -r ]]; then
-    "$flux" resource drain -n -i "$1" -o '{ranks} {reason}'
-  else
-    "$flux" resource drain -n -i "$1" -o '{ranks}'
-  fi
+  "$flux" resource drain -n -i "$1" -o "$2"
 }
 
 # The running jobs (every user's) on RANKS, separated by spaces.
@@ -43,7 +39,7 @@ jobs_on() {
 # The ranks this shrink drained (their reason is its own) are undrained.
 undrain_ours() {
   local listing ranks reason
-  listing=$(drained "$going" -r) || say "cannot list the drained ranks"
+  listing=$(drained "$going" '{ranks} {reason}') || say "cannot list the drained ranks"
   while read -r ranks reason; do
     if [[ $reason == "$why" ]]; then "$flux" resource undrain "$ranks" || say "cannot undrain ranks $ranks"; fi
   done <<<"$listing"
@@ -56,7 +52,7 @@ call_off() {
 
 grow() {
   local listing ranks
-  listing=$(drained "$going") || die "cannot list the drained ranks"
+  listing=$(drained "$going" '{ranks}') || die "cannot list the drained ranks"
   say "growing from $from to $to brokers${listing:+: undraining ranks ${listing//$'\n'/,}, drained when the cluster shrank}"
   while read -r ranks; do
     if [[ -n $ranks ]]; then "$flux" resource undrain "$ranks" || die "cannot undrain ranks $ranks"; fi
