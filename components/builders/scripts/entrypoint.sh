@@ -18,8 +18,6 @@ if [[ ${MC_STRICT:?} == true ]]; then set -euo pipefail; fi
 if [[ ${MC_DEBUG:?} == true ]]; then set -x; fi
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "${MC_RUN_CONFIG_DIR:?}/lib.sh"
-# shellcheck source=saved_instance.sh source-path=SCRIPTDIR
-source "$run_config/saved_instance.sh"
 
 rejoin_mark=$state/rejoin # written on every rank (flux exec) by a rank 0 that is going away
 broker_pid=""
@@ -213,6 +211,9 @@ main() {
     ready
     return
   fi
+  # Only now: the readiness probe, run every few seconds for the pod's life, needs none of it.
+  # shellcheck source=saved_instance.sh source-path=SCRIPTDIR
+  source "$run_config/saved_instance.sh"
   restore_view_software
   trap on_stop TERM INT
   run_hook init
