@@ -12,7 +12,7 @@ import tomli_w
 from components.config import lifecycle, paths, rules
 from components.config.spec import MiniClusterSpec, quorum
 
-SCRIPTS = ("entrypoint.sh", "lib.sh", "saved_instance.sh", "instance.sh", "resize.sh")
+SCRIPTS = (paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "instance.sh", paths.RESIZE_SCRIPT)
 """The scripts in every broker pod's run-config directory (builders/scripts/)."""
 BATCH_SCRIPT = "batch.sh"
 RESTFUL_API_LIBRARIES = ".libraries"

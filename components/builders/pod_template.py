@@ -9,7 +9,6 @@ from components.builders.files import (
     SECRET_ENV_PREFIX,
     entrypoint_env,
     restful_api_install_env,
-    restful_api_location,
     script,
     secret_run_files,
 )
@@ -165,7 +164,7 @@ def restful_api_init_container(spec: MiniClusterSpec) -> Manifest:
 
 
 def _restful_api_mount() -> Manifest:
-    return {"name": paths.RESTFUL_API, "mountPath": restful_api_location()["MC_RESTFUL_DIR"]}
+    return {"name": paths.RESTFUL_API, "mountPath": paths.RESTFUL_API_DIR}
 
 
 def _own_mounts(spec: MiniClusterSpec) -> list[Manifest]:

@@ -23,8 +23,10 @@ RESTFUL_API_DIR = "/var/lib/minicluster-api"
 """The RESTful API's code and libraries, put there by its init container, run from there by rank 0."""
 RESERVED = (PREFIX, STATE_DIR, STATE_VOLUME, RESTFUL_API_DIR)
 
-ENTRYPOINT = f"{RUN_CONFIG_DIR}/entrypoint.sh"
-RESIZE = f"{RUN_CONFIG_DIR}/resize.sh"
+ENTRYPOINT_SCRIPT = "entrypoint.sh"
+RESIZE_SCRIPT = "resize.sh"
+ENTRYPOINT = f"{RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}"
+RESIZE = f"{RUN_CONFIG_DIR}/{RESIZE_SCRIPT}"
 LOG_SINK = "/proc/1/fd/2"
 """Rank 0's log, for a script run through the exec API (resize.sh): the stderr of the container's
 first process, the entrypoint."""
