@@ -142,6 +142,7 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_MODE": spec.mode,
         "MC_MAX_SIZE": spec.largest_size,
         "MC_TASKS": spec.tasks,
+        "MC_GPU_IDS": gpu_ids(spec.broker_gpus),
         "MC_HOST_PREFIX": spec.name,
         "MC_HOSTLIST": hostlist(spec),
         "MC_LOG_LEVEL": spec.log_level,
@@ -182,6 +183,11 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         if value is not None or key.startswith(rules.RESERVED_ENV_PREFIX)
     ]
     return env + _restful_api_credentials(spec)
+
+
+def gpu_ids(count: int) -> str | None:
+    """The GPUs of one broker in R, as an idset: the device plugin exposes a pod's GPUs as 0..count-1."""
+    return None if count == 0 else ("0" if count == 1 else f"0-{count - 1}")
 
 
 def _restful_api_settings(spec: MiniClusterSpec) -> dict[str, object | None]:

@@ -70,16 +70,20 @@ def flux_container(spec: MiniClusterSpec, config_secret: Any = None) -> Manifest
     ports = [{"name": "flux-overlay", "containerPort": spec.port, "protocol": "TCP"}]
     if spec.restful_api.enabled:
         ports.append({"name": "restful-api", "containerPort": spec.restful_api.port, "protocol": "TCP"})
+    settings = container_settings(
+        spec,
+        extra_env=entrypoint_env(spec),
+        ports=ports,
+        secret_env=config_secret if spec.is_secret("environment") else None,
+    )
+    if spec.gpus:  # the GPUs Flux lists in R are the ones Kubernetes gives the pod
+        resources = settings.setdefault("resources", {})
+        resources["limits"] = {**resources.get("limits", {}), spec.gpu_resource_name: str(spec.gpus)}
     return {
         "name": BROKER_CONTAINER,
         "image": spec.image,
         "command": ["/bin/bash", paths.ENTRYPOINT],
-        **container_settings(
-            spec,
-            extra_env=entrypoint_env(spec),
-            ports=ports,
-            secret_env=config_secret if spec.is_secret("environment") else None,
-        ),
+        **settings,
         "volumeMounts": [*_own_mounts(spec), *_user_mounts(spec, list(spec.volumes))],
         # Ready means this broker is up in the instance, not only that its process runs.
         "readinessProbe": {

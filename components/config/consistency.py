@@ -160,6 +160,13 @@ def _state_volume(spec: MiniClusterSpec) -> Iterator[Problem]:
         )
 
 
+def _production(spec: MiniClusterSpec) -> Iterator[Problem]:
+    from components.config import production  # its rules yield this module's Problem
+
+    return production.problems(spec)
+
+
 RULES: tuple[Callable[[MiniClusterSpec], Iterator[Problem]], ...] = (
     _sizes, _elastic_only, _names, _modes, _certificate, _containers, _ports_and_paths, _overlay, _state_volume,
+    _production,
 )  # fmt: skip

@@ -107,6 +107,14 @@ def extended_resource(name: str) -> bool:
     return "/" in name and not name.split("/", 1)[0].endswith("kubernetes.io")
 
 
+def extended_resource_name(value: str) -> str:
+    """A name the API server takes for an extended resource (a device plugin's): domain/name, the
+    domain not Kubernetes' own, and no `requests.` prefix (that is a quota's spelling)."""
+    if not (RESOURCE_NAME.match(value) and extended_resource(value)) or value.startswith("requests."):
+        raise ValueError("must be an extended resource name like nvidia.com/gpu or amd.com/gpu (domain/name)")
+    return value
+
+
 def env_names(names: list[str]) -> None:
     for name in names:
         if not ENV_VAR_NAME.match(name):

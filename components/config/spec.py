@@ -7,6 +7,7 @@ error messages, in config/loader.py.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field, field_validator
@@ -24,6 +25,7 @@ from components.config.types import (
     Dns1035Label,
     Dns1123Label,
     Executable,
+    ExtendedResourceName,
     FluxDuration,
     Image,
     Labels,
@@ -40,6 +42,8 @@ MAX_INDEXED_COMPLETIONS = 100_000
 BROKER_CONTAINER = "flux-broker"
 RESERVED_CONTAINERS = {BROKER_CONTAINER, paths.FLUX_VIEW, paths.RESTFUL_API}
 RESERVED_VOLUMES = set(paths.OWN_VOLUMES)
+
+DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 
 Mode = Literal["submit", "launcher", "batch", "interactive"]
 Keygen = Literal["pod", "local"]
@@ -78,6 +82,17 @@ class MiniClusterSpec(ContainerSettings):
     once cancelled."""
     tasks: int = Field(1, ge=1)
     """Tasks for `flux submit -n` (the command's process count)."""
+    gpus: int | None = Field(None, ge=0)
+    """GPUs per broker. Flux's resource set (R) then lists GPUs 0..gpus-1 on every node, the ones the
+    device plugin gave the pod, whatever hwloc sees in the container; the Flux container asks for them
+    (gpuResource in its limits). Default: the count the Flux container's resources.limits give for a
+    GPU resource (gpuResource, or a name ending in /gpu), else none."""
+    gpu_resource: ExtendedResourceName | None = None
+    """The device plugin's name for the GPUs: nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915, ...
+    Default: the name ending in /gpu in resources.limits, else nvidia.com/gpu."""
+    gpus_per_task: int | None = Field(None, ge=1)
+    """GPUs bound to each task of the command (`flux submit -g`); tasks times this must fit the
+    cluster's GPUs (gpus per broker times size)."""
     mode: Mode = "submit"
     """submit: `flux submit --watch` the command; launcher: the command is flux start's initial program;
     batch: each command line is a `flux submit` inside one `flux batch`; interactive: like submit, then
@@ -221,8 +236,23 @@ class MiniClusterSpec(ContainerSettings):
         return self.persistent or self.mode == "launcher"
 
     @property
+    def gpu_resource_name(self) -> str:
+        if self.gpu_resource is not None:
+            return self.gpu_resource
+        return next(iter(gpu_names(self.resources.limits)), DEFAULT_GPU_RESOURCE)
+
+    @property
+    def broker_gpus(self) -> int:
+        """GPUs per broker: `gpus`, or what the Flux container's limits give for gpuResource."""
+        if self.gpus is not None:
+            return self.gpus
+        limit = self.resources.limits.get(self.gpu_resource_name)
+        return 0 if limit is None else int(rules.quantity(limit))
+
+    @property
     def all_submit_flags(self) -> list[str]:
-        return [*self.submit_flags, *rules.shell_words(self.option_flags or "")]
+        per_task = [f"-g{self.gpus_per_task}"] if self.gpus_per_task else []
+        return [*per_task, *self.submit_flags, *rules.shell_words(self.option_flags or "")]
 
     @property
     def command_args(self) -> list[str]:
@@ -232,6 +262,12 @@ class MiniClusterSpec(ContainerSettings):
     def command_lines(self) -> list[str]:
         """For batch mode: one command per non-blank line."""
         return [line.strip() for line in (self.command or "").splitlines() if line.strip()]
+
+
+def gpu_names(amounts: Mapping[str, object]) -> list[str]:
+    """The GPU resources among requests or limits: by Kubernetes device plugins' convention, the
+    extended resources named <vendor>/gpu."""
+    return sorted(name for name in amounts if rules.extended_resource(name) and name.endswith("/gpu"))
 
 
 def quorum(size: int, min_size: int | None, largest_size: int) -> int | None:

@@ -80,6 +80,8 @@ FluxDuration = Annotated[str, AfterValidator(rules.flux_duration)]
 Seconds = Annotated[int, Field(ge=1, le=WEEK)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 Labels = Annotated[dict[str, str], AfterValidator(rules.labels)]
+ExtendedResourceName = Annotated[str, AfterValidator(rules.extended_resource_name)]
+"""A device plugin's resource, such as nvidia.com/gpu."""
 Quantities = Annotated[dict[str, str | int | float], AfterValidator(rules.quantities)]
 ShellLine = Annotated[str, AfterValidator(_shell_line)]
 """A command, split into words like a shell line (no shell runs it)."""

@@ -70,8 +70,21 @@ prepare_state() {
   rm -f "$rejoin_mark" # a mark from this container's previous run is not for this one
   (umask 077 && cp "${MC_CURVE_CERT_SOURCE:?}" "${MC_PRIVATE_CURVE_CERT:?}") || die "cannot copy $MC_CURVE_CERT_SOURCE"
   chmod 0600 "$MC_PRIVATE_CURVE_CERT"
-  # Every host gets this pod's cores and GPUs: the nodes of one MiniCluster are assumed alike.
-  "$flux" R encode --hosts="$MC_HOSTLIST" --local >"${MC_RESOURCE_FILE:?}" || die "flux R encode failed"
+  write_resource_set >"${MC_RESOURCE_FILE:?}" || die "flux R encode failed"
+}
+
+# R: every host gets this pod's cores and GPUs (the nodes of one MiniCluster are assumed alike). hwloc
+# in a container sees no GPU, or all of the node's, so the GPUs are the pod's own (MC_GPU_IDS); flux R
+# refuses --gpus beside --local, so the cores are then hwloc's count.
+write_resource_set() {
+  local cores
+  if [[ -z ${MC_GPU_IDS?} ]]; then
+    "$flux" R encode --hosts="$MC_HOSTLIST" --local
+    return
+  fi
+  cores=$("$flux" R encode --local | "$flux" R decode --count=core) || return 1
+  [[ $cores =~ ^[1-9][0-9]*$ ]] || return 1
+  "$flux" R encode --hosts="$MC_HOSTLIST" --cores="0-$((cores - 1))" --gpus="$MC_GPU_IDS"
 }
 
 broker_options() {
