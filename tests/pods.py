@@ -47,8 +47,13 @@ class Run:
 class Pods:
     """A MiniCluster's pods as local processes sharing the mounted files."""
 
-    def __init__(self, tmp: Path, secret_keys: tuple[str, ...] = (), **overrides: Any) -> None:
-        self.tmp = tmp
+    def __init__(self, tmp: Path, secret_keys: tuple[str, ...] = (), user: int | None = None, **overrides: Any) -> None:
+        """`user`: the id the scripts run as (with it as their group too), as a pod's runAsUser; else this
+        process's own."""
+        self.tmp, self.user = tmp, user
+        self.logs = tmp / "standin-logs"  # the stand-ins' records: the test's, outside the pod
+        self.logs.mkdir(mode=0o777)
+        self.logs.chmod(0o777)
         raw = {f"minicluster:{k}": v for k, v in config(**overrides).items()}
         self.spec: MiniClusterSpec = load_spec(raw, "dev", [f"minicluster:{key}" for key in secret_keys])
         self.cert = certificate.generate(self.spec.rank0_host)
@@ -65,7 +70,7 @@ class Pods:
                 (directory / name).write_text(text)
         (curve_dir / manifests.CURVE_CERT_KEY).chmod(0o444)  # Secret mounts are read-only
         self.env = {item["name"]: item["value"] for item in manifests.entrypoint_env(self.spec) if "value" in item}
-        self.bin = install_standins(tmp / "bin")
+        self.bin = install_standins(tmp / "bin", sys.executable if user is None else SYSTEM_PYTHON)
         self.env.update(
             MC_RUN_CONFIG_DIR=str(run_dir),
             MC_BROKER_CONFIG_DIR=str(broker_dir),
@@ -91,7 +96,7 @@ class Pods:
         **env: str,
     ) -> tuple[subprocess.Popen[str], Path]:
         """`script` (a file of the run-config directory) as it runs in rank `rank`'s pod."""
-        log = self.tmp / f"calls-{rank}-{len(list(self.tmp.glob('calls-*')))}.jsonl"
+        log = self.logs / f"calls-{rank}-{len(list(self.logs.glob('calls-*')))}.jsonl"
         state = self.tmp / f"state-{rank}"
         process_env = {
             "PATH": f"{self.bin}:{os.environ['PATH']}",
@@ -110,7 +115,8 @@ class Pods:
                 process_env[key] = value.replace(f"{paths.STATE_DIR}/", f"{here}/")
         process = subprocess.Popen(
             ["bash", str(self.run_dir / script), *args], env=process_env, stderr=subprocess.PIPE,
-            stdout=subprocess.DEVNULL, text=True, cwd=self.tmp,
+            stdout=subprocess.DEVNULL, text=True, cwd=self.tmp, user=self.user, group=self.user,
+            extra_groups=None if self.user is None else [self.user],
         )  # fmt: skip
         return process, log
 
@@ -124,11 +130,15 @@ class Pods:
         return Run(process.returncode, stderr, calls, sleeps)
 
 
-def install_standins(bin_dir: Path) -> Path:
+SYSTEM_PYTHON = "/usr/bin/python3"
+"""For stand-ins run by another user: the venv's interpreter may live in a home only root may enter."""
+
+
+def install_standins(bin_dir: Path, interpreter: str = sys.executable) -> Path:
     """The stand-ins, run by this interpreter (so a test may shadow python3 itself)."""
     bin_dir.mkdir()
     for standin in STANDINS.iterdir():
-        text = standin.read_text().replace("#!/usr/bin/env python3", f"#!{sys.executable}", 1)
+        text = standin.read_text().replace("#!/usr/bin/env python3", f"#!{interpreter}", 1)
         (bin_dir / standin.name).write_text(text)
         (bin_dir / standin.name).chmod(0o755)
     return bin_dir

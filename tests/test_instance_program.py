@@ -137,7 +137,7 @@ def test_the_api_is_installed_by_its_init_container_when_the_image_lacks_it(tmp_
         f"{tmp_path}|clone --quiet --depth 1 --branch main https://github.com/flux-framework/flux-restful-api {volume}"
     ]
     assert python_log.read_text().splitlines() == [
-        f"{tmp_path}|-m pip install --quiet --target {volume}/.libraries -r {volume}/requirements.txt",
+        f"{tmp_path}|-m pip install --quiet --no-cache-dir --target {volume}/.libraries -r {volume}/requirements.txt",
         "key:0",
     ]
 

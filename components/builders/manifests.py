@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.builders import pod_template
+from components.builders import pod_security, pod_template
 from components.builders.files import (
     BROKER_CONFIG_KEY,
     CURVE_CERT_KEY,
@@ -228,6 +228,7 @@ def keygen_pod(spec: MiniClusterSpec) -> Manifest:
         pod_spec["volumes"].append({"name": view, "emptyDir": {}})
         container["volumeMounts"].append({"name": view, "mountPath": spec.flux_view.path})
         container["env"].append({"name": "MC_FLUX_VIEW", "value": spec.flux_view.path})
+    pod_security.secure(spec, pod_spec)
     metadata = {"generateName": f"{spec.name}-keygen-", **_metadata(spec, None, "keygen")}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
 

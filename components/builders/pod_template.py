@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.builders import pod_security
 from components.builders.files import (
     SECRET_ENV_PREFIX,
     entrypoint_env,
@@ -22,6 +23,7 @@ Manifest = dict[str, Any]
 FLUX_VIEW = paths.FLUX_VIEW
 # The flux-view images hold Flux as a spack view under /opt/views/._view/<hash>, linked into
 # /opt/software: copy both into the shared volume (the entrypoint puts them to use).
+VIEW_SOFTWARE = "/opt/software"
 FLUX_VIEW_SCRIPT = r"""set -eu
 view=$(ls -d /opt/views/._view/* | head -n 1)
 mkdir -p "$MC_FLUX_VIEW/view"
@@ -60,6 +62,7 @@ def broker_pod(
     init += [sidecar(spec, index) for index in range(len(spec.containers))]
     if init:
         template_spec["initContainers"] = init
+    pod_security.secure(spec, template_spec)
     metadata: Manifest = {"labels": {**pod.labels, **labels(spec, "broker")}}
     if pod.annotations:
         metadata["annotations"] = dict(pod.annotations)
@@ -181,6 +184,8 @@ def _own_mounts(spec: MiniClusterSpec) -> list[Manifest]:
     ]
     if spec.flux_view.enabled:
         mounts.append({"name": FLUX_VIEW, "mountPath": spec.flux_view.path})
+    if spec.flux_view.enabled and spec.restricted:  # a user who may not write /opt/software gets the view's there
+        mounts.append({"name": FLUX_VIEW, "mountPath": VIEW_SOFTWARE, "subPath": "software", "readOnly": True})
     if spec.restful_api.enabled:
         mounts.append(_restful_api_mount())
     if spec.state_volume is not None:

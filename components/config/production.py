@@ -5,6 +5,7 @@ rest once every key is valid on its own. Pure."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from components.config import rules
 from components.config.consistency import Problem
@@ -15,6 +16,64 @@ Found = Iterator[Problem]
 
 def problems(spec: MiniClusterSpec) -> Found:
     yield from _gpus(spec)
+    if spec.restricted:
+        yield from _restricted(spec)
+
+
+RESTRICTED = "minicluster:securityProfile is restricted"
+ALLOWED_CAPABILITY = "NET_BIND_SERVICE"
+SELINUX_TYPES = {"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}
+
+
+def refused_setting(field: str, value: Any) -> str | None:
+    """What a container's securityContext field asks for that the restricted Pod Security Standard (with
+    the baseline one it includes) forbids, or None."""
+    given = value if isinstance(value, dict) else {}
+    refusals = {
+        "privileged": (value is True, "a privileged container"),
+        "allowPrivilegeEscalation": (value is True, "privilege escalation"),
+        "runAsNonRoot": (value is False, "a container that may run as root"),
+        "runAsUser": (value == 0, "running as root (user 0)"),
+        "procMount": (value not in (None, "Default"), "a procMount other than Default"),
+        "seccompProfile": (
+            given.get("type") not in (None, "RuntimeDefault", "Localhost"),
+            "a seccomp profile other than RuntimeDefault or Localhost",
+        ),
+        "appArmorProfile": (given.get("type") == "Unconfined", "an Unconfined AppArmor profile"),
+        "windowsOptions": (bool(given.get("hostProcess")), "a Windows host process"),
+        "seLinuxOptions": (
+            given.get("type", "") not in SELINUX_TYPES or bool({"user", "role"} & given.keys()),
+            "an SELinux type, user or role of its own",
+        ),
+        "capabilities": (
+            bool(set(given.get("add") or []) - {ALLOWED_CAPABILITY}),
+            f"adding a capability other than {ALLOWED_CAPABILITY}",
+        ),
+    }
+    refused, what = refusals.get(field, (False, ""))
+    return what if refused else None
+
+
+def _restricted(spec: MiniClusterSpec) -> Found:
+    """What the user set that the restricted profile forbids (the pods are built to satisfy the rest)."""
+    if spec.pod.run_as_user == 0:
+        yield Problem("pod.runAsUser", f"minicluster:pod.runAsUser is 0 (root), and {RESTRICTED}: use a non-zero id")
+    for name, volume in spec.volumes.items():
+        if volume.host_path is not None:
+            key = f"volumes.{name}.hostPath"
+            yield Problem(key, f"minicluster:{key}: {RESTRICTED}, which allows no hostPath volume: use a claim")
+    if spec.state_volume is not None and spec.state_volume.host_path is not None:
+        yield Problem(
+            "stateVolume.hostPath",
+            f"minicluster:stateVolume.hostPath: {RESTRICTED}, which allows no hostPath volume: use claimName",
+        )
+    contexts = [("securityContext", spec.security_context)]
+    contexts += [(f"containers[{i}].securityContext", c.security_context) for i, c in enumerate(spec.containers)]
+    for key, context in contexts:
+        for field, value in (context or {}).items():
+            what = refused_setting(field, value)
+            if what:
+                yield Problem(f"{key}.{field}", f"minicluster:{key}.{field} asks for {what}, and {RESTRICTED}")
 
 
 def _gpus(spec: MiniClusterSpec) -> Found:

@@ -241,6 +241,14 @@ class Pod(Model):
     and the brokers need the cluster's DNS to find each other.)"""
     image_pull_secrets: list[str] = Field(default_factory=list)
     """Existing Secrets for pulling private images."""
+    run_as_user: int | None = Field(default=None, ge=0)
+    """User id every container of every pod runs as. Default: the image's user; with securityProfile
+    restricted, 1000 (on OpenShift: an id in the namespace's range)."""
+    run_as_group: int | None = Field(default=None, ge=0)
+    """Primary group id of every container. Default: the image's; with securityProfile restricted, 1000."""
+    fs_group: int | None = Field(default=None, ge=0)
+    """Group that owns the pods' volumes (the state volume included), so that the user can write them.
+    Default: none; with securityProfile restricted, runAsGroup."""
 
     @field_validator("labels")
     @classmethod

@@ -44,6 +44,8 @@ RESERVED_CONTAINERS = {BROKER_CONTAINER, paths.FLUX_VIEW, paths.RESTFUL_API}
 RESERVED_VOLUMES = set(paths.OWN_VOLUMES)
 
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
+RESTRICTED_ID = 1000
+"""The user and group of a restricted pod (securityProfile) where pod.runAsUser and runAsGroup are unset."""
 
 Mode = Literal["submit", "launcher", "batch", "interactive"]
 Keygen = Literal["pod", "local"]
@@ -176,6 +178,11 @@ class MiniClusterSpec(ContainerSettings):
     quotas): refuse stops `pulumi up` with what does not fit; warn says so and goes ahead (a cluster
     autoscaler may add room); off skips the check. With Kueue (jobLabels queue name and suspend) Kueue
     decides."""
+    security_profile: Literal["none", "restricted"] = "none"
+    """restricted: every pod the program creates satisfies Kubernetes' restricted Pod Security Standard
+    (non-root user, no privilege escalation, every capability dropped, the runtime's seccomp profile),
+    so it runs in namespaces that enforce it. hostPath volumes are refused then. none: the pods run as
+    the image says."""
     state_volume: StateVolume | None = None
     """A persistent cluster's state, kept by rank 0 on a volume: a replaced rank 0 (eviction, drain)
     restarts the same instance, with its queue and job history."""
@@ -248,6 +255,20 @@ class MiniClusterSpec(ContainerSettings):
             return self.gpus
         limit = self.resources.limits.get(self.gpu_resource_name)
         return 0 if limit is None else int(rules.quantity(limit))
+
+    @property
+    def restricted(self) -> bool:
+        return self.security_profile == "restricted"
+
+    @property
+    def identity(self) -> dict[str, int]:
+        """runAsUser, runAsGroup and fsGroup of every pod: as set, or as securityProfile restricted implies."""
+        implied = RESTRICTED_ID if self.restricted else None
+        user = self.pod.run_as_user if self.pod.run_as_user is not None else implied
+        group = self.pod.run_as_group if self.pod.run_as_group is not None else implied
+        fs_group = self.pod.fs_group if self.pod.fs_group is not None else (group if self.restricted else None)
+        found = {"runAsUser": user, "runAsGroup": group, "fsGroup": fs_group}
+        return {key: value for key, value in found.items() if value is not None}
 
     @property
     def all_submit_flags(self) -> list[str]:

@@ -12,4 +12,4 @@ if [ -f "${MC_RESTFUL_INSTALL_DIR:?}/app/main.py" ]; then
 fi
 echo "installing the Flux RESTful API (${MC_RESTFUL_REPOSITORY:?}, ${MC_RESTFUL_BRANCH:?})"
 git clone --quiet --depth 1 --branch "$MC_RESTFUL_BRANCH" "https://github.com/$MC_RESTFUL_REPOSITORY" "$target"
-python3 -m pip install --quiet --target "$target/${MC_RESTFUL_LIBRARIES:?}" -r "$target/requirements.txt"
+python3 -m pip install --quiet --no-cache-dir --target "$target/${MC_RESTFUL_LIBRARIES:?}" -r "$target/requirements.txt"
