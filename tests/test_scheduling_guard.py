@@ -141,3 +141,13 @@ def test_the_guard_inputs_survive_the_wire() -> None:
     typed = scheduling.GuardInputs.from_wire(json.loads(json.dumps(given)))
     assert (typed.size, typed.schedule_timeout) == (4, 180)
     assert isinstance(typed.size, int)
+
+
+def test_a_gang_is_named_in_what_the_guard_says(plugin: ProviderPlugin, api: Cluster) -> None:
+    api.add_job(job())
+    for rank in range(4):
+        api.add_pod(broker_pod(rank, unschedulable("pod group is not ready, 0 Running, 4 minAvailable"), node=None))
+    details = grpc_error(lambda: plugin.create(inputs(plugin, gang="coscheduling")))
+    held = "(the coscheduling gang scheduler places all 4 at once or none: the cluster has no room for the whole gang)"
+    assert held in details
+    assert patches(api) == [{"spec": {"activeDeadlineSeconds": 1}}]

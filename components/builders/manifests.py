@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.builders import pod_security, pod_template
+from components.builders import gang, pod_security, pod_template
 from components.builders.files import (
     BROKER_CONFIG_KEY,
     CURVE_CERT_KEY,
@@ -27,6 +27,7 @@ from components.builders.names import (
     curve_secret_name,
     entrypoint_name,
     labels,
+    pod_group_name,
     scale_config_name,
 )
 from components.config import paths
@@ -36,7 +37,7 @@ from components.config.spec import MiniClusterSpec
 __all__ = [  # what callers use from here, wherever it is defined
     "BROKER_CONFIG_KEY", "BROKER_CONTAINER", "CURVE_CERT_KEY", "LOCAL_URI", "STATE_DIR", "all_objects",
     "broker_config_map", "broker_toml", "config_secret", "curve_secret", "entrypoint_config_map", "entrypoint_env",
-    "headless_service", "job", "keygen_pod", "labels", "restful_api_service", "run_config_files",
+    "headless_service", "job", "keygen_pod", "labels", "pod_group", "restful_api_service", "run_config_files",
     "scale_config_map",
 ]  # fmt: skip
 
@@ -112,6 +113,18 @@ def _config_map(spec: MiniClusterSpec, name: str, component: str, data: dict[str
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _metadata(spec, name, component), "data": data}
 
 
+def pod_group(spec: MiniClusterSpec) -> Manifest | None:
+    """The gang's PodGroup (scheduler.gang), or None: its scheduler places every broker at once, or none."""
+    if spec.scheduler is None:
+        return None
+    return {
+        "apiVersion": gang.API_VERSIONS[spec.scheduler.gang],
+        "kind": "PodGroup",
+        "metadata": _metadata(spec, pod_group_name(spec), "gang"),
+        "spec": gang.pod_group_spec(spec),
+    }
+
+
 def headless_service(spec: MiniClusterSpec) -> Manifest:
     """Gives each broker pod the DNS name <host>.<service>.<namespace>.svc.<domain>, from the moment it
     exists (publishNotReadyAddresses), so workers can reach rank 0 before anything is Ready."""
@@ -151,6 +164,7 @@ def job(
     entrypoint_name: Any,
     scale_config_name: Any,
     config_secret_name: Any = None,
+    pod_group_name: Any = None,
 ) -> Manifest:
     """The Indexed Job of brokers. The names are parameters so the Pulumi program can pass Outputs:
     the Job then follows the Service, Secret and ConfigMaps in the graph and rolls when they change.
@@ -158,6 +172,7 @@ def job(
     template = pod_template.broker_pod(
         spec, service_name=service_name, secret_name=curve_secret_name, broker_config=broker_config_name,
         entrypoint=entrypoint_name, scale_config=scale_config_name, config_secret=config_secret_name,
+        pod_group=pod_group_name,
     )  # fmt: skip
     job_spec: Manifest = {
         "completionMode": "Indexed",
@@ -247,6 +262,9 @@ def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
     ]
     if spec.restful_api.enabled:
         objects.append(restful_api_service(spec))
+    gang_group = pod_group(spec)
+    if gang_group is not None:
+        objects.append(gang_group)
     objects.append(
         job(
             spec,
@@ -256,6 +274,7 @@ def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
             entrypoint_name=entrypoint_name(spec),
             scale_config_name=scale_config_name(spec),
             config_secret_name=config_secret_name(spec) if secret_config is not None else None,
+            pod_group_name=pod_group_name(spec) if gang_group is not None else None,
         )
     )
     return objects

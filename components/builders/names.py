@@ -33,6 +33,11 @@ def scale_config_name(spec: MiniClusterSpec) -> str:
     return f"{spec.name}-scale"
 
 
+def pod_group_name(spec: MiniClusterSpec) -> str:
+    """The gang's PodGroup (scheduler.gang): named as the Job, whose pods it holds."""
+    return spec.name
+
+
 def labels(spec: MiniClusterSpec, component: str) -> dict[str, str]:
     """The MiniCluster's own labels; the broker pods' ones are also the Services' selector."""
     return {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.builders import pod_security
+from components.builders import gang, pod_security
 from components.builders.files import (
     SECRET_ENV_PREFIX,
     entrypoint_env,
@@ -41,9 +41,10 @@ def broker_pod(
     entrypoint: Any,
     scale_config: Any,
     config_secret: Any = None,
+    pod_group: Any = None,
 ) -> Manifest:
     """`config_secret`: the name of the Secret with the secret config values (manifests.config_secret),
-    where the stack has any."""
+    where the stack has any; `pod_group`: the gang's PodGroup, with scheduler.gang."""
     pod = spec.pod
     template_spec: Manifest = {
         "subdomain": service_name,
@@ -66,6 +67,7 @@ def broker_pod(
     metadata: Manifest = {"labels": {**pod.labels, **labels(spec, "broker")}}
     if pod.annotations:
         metadata["annotations"] = dict(pod.annotations)
+    gang.mark(spec, metadata, pod_group)
     return {"metadata": metadata, "spec": template_spec}
 
 
@@ -268,7 +270,7 @@ def _scheduling(spec: MiniClusterSpec) -> Manifest:
         "serviceAccountName": pod.service_account_name,
         "automountServiceAccountToken": pod.automount_service_account_token,
         "runtimeClassName": pod.runtime_class_name,
-        "schedulerName": pod.scheduler_name,
+        "schedulerName": spec.scheduler.scheduler_name if spec.scheduler else pod.scheduler_name,
         "priorityClassName": pod.priority_class_name,
         "dnsPolicy": pod.dns_policy,
         "imagePullSecrets": [{"name": name} for name in pod.image_pull_secrets],

@@ -55,6 +55,11 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
     if not problems:
         return Verdict()
     text = f"MiniCluster {spec.name!r} does not fit the cluster as it is:\n" + "\n".join(f"  - {p}" for p in problems)
+    if spec.scheduler is not None:  # the gang scheduler decides where, but it needs this room all at once
+        text += (
+            f"\nThe {spec.scheduler.gang} gang scheduler places all {spec.size} brokers at once or none: none "
+            "starts until there is room for every one."
+        )
     if spec.admission == "refuse":
         return Verdict(refused=f"{text}\nNothing was created (minicluster:admission is refuse).")
     return Verdict(
@@ -69,6 +74,7 @@ def broker_pod(spec: MiniClusterSpec) -> dict[str, Any]:
         spec, service_name=spec.service, secret_name=names.curve_secret_name(spec),
         broker_config=names.broker_config_name(spec), entrypoint=names.entrypoint_name(spec),
         scale_config=names.scale_config_name(spec), config_secret=names.config_secret_name(spec),
+        pod_group=names.pod_group_name(spec),
     )  # fmt: skip
     metadata = {**template["metadata"], "name": f"{spec.name}-admission", "namespace": spec.namespace}
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}

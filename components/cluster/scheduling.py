@@ -6,7 +6,9 @@ and otherwise waits out jobTimeout. So the Job keeps that await, and this guard 
 follows the Job's pods, and if some cannot be scheduled (or not even created, e.g. over quota) for
 scheduleTimeout, it sets the Job's activeDeadlineSeconds (a mutable field) so that the Job fails with
 DeadlineExceeded and the provider's await ends at once. The guard then fails with the scheduler's
-last message. It is done as soon as every pod has a node, or the Job has finished.
+last message. It is done as soon as every pod has a node, or the Job has finished. With a gang
+scheduler (scheduler.gang) it does the same: the gang's pods stay unscheduled together until all fit,
+and the message says so.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def guard(
     schedule_timeout: float,
     job_urn: str,
     clock: Clock | None = None,
+    gang: str | None = None,
 ) -> str:
     """What became of the pods: every one scheduled, or the Job finished. Raises Unschedulable."""
     from kubernetes import client
@@ -60,9 +63,13 @@ def guard(
             reason = _not_created(core, namespace, job)
         if wait.held_for(bool(reason)) >= schedule_timeout:
             batch.patch_namespaced_job(job, namespace, STOP_NOW, _request_timeout=timeout)
+            held = (
+                f" (the {gang} gang scheduler places all {size} at once or none: the cluster has no room for the "
+                "whole gang)" if gang else ""
+            )  # fmt: skip
             raise Unschedulable(
                 f"the Job's pods could not be scheduled for {schedule_timeout:g}s (minicluster:scheduleTimeout): "
-                f"{reason}. The Job was stopped (activeDeadlineSeconds) so that `pulumi up` ends now rather "
+                f"{reason}{held}. The Job was stopped (activeDeadlineSeconds) so that `pulumi up` ends now rather "
                 f"than after jobTimeout. A fix in the stack config replaces the Job; after any other fix "
                 f"(room added to the cluster), run: pulumi up --target-replace '{job_urn}'"
             )

@@ -18,6 +18,21 @@ def problems(spec: MiniClusterSpec) -> Found:
     yield from _gpus(spec)
     if spec.restricted:
         yield from _restricted(spec)
+    yield from _gang(spec)
+
+
+def _gang(spec: MiniClusterSpec) -> Found:
+    scheduler = spec.scheduler
+    if scheduler is None:
+        return
+    if spec.pod.scheduler_name is not None:
+        yield Problem(
+            "pod.schedulerName",
+            "minicluster:pod.schedulerName and minicluster:scheduler both name the scheduler: with a gang "
+            "scheduler, set minicluster:scheduler.name only",
+        )
+    if scheduler.queue is not None and scheduler.gang != "volcano":
+        yield Problem("scheduler.queue", "minicluster:scheduler.queue is a Volcano queue: for scheduler.gang volcano")
 
 
 RESTRICTED = "minicluster:securityProfile is restricted"

@@ -14,6 +14,7 @@ from pydantic import Field, field_validator
 
 from components.config import paths, rules
 from components.config.flux_extras import FluxView, RestfulApi
+from components.config.gang import Scheduler
 from components.config.settings import ContainerSettings, Hooks, Logging, Pod, Sidecar
 from components.config.types import (
     AbsolutePath,
@@ -178,6 +179,9 @@ class MiniClusterSpec(ContainerSettings):
     quotas): refuse stops `pulumi up` with what does not fit; warn says so and goes ahead (a cluster
     autoscaler may add room); off skips the check. With Kueue (jobLabels queue name and suspend) Kueue
     decides."""
+    scheduler: Scheduler | None = None
+    """Gang scheduling (scheduler.gang: coscheduling or volcano): every broker placed at once, or none, so
+    that two MiniClusters on a busy cluster never each hold part of their pods and wait for each other."""
     security_profile: Literal["none", "restricted"] = "none"
     """restricted: every pod the program creates satisfies Kubernetes' restricted Pod Security Standard
     (non-root user, no privilege escalation, every capability dropped, the runtime's seccomp profile),

@@ -2,7 +2,8 @@
 
 Graph: certificate -> Secret ─┐
        broker ConfigMap ──────┤
-       entrypoint ConfigMap ──┼─> Indexed Job ──> Scale (elastic clusters: waits for the brokers, and
+       entrypoint ConfigMap ──┤
+       PodGroup (a gang) ─────┼─> Indexed Job ──> Scale (elastic clusters: waits for the brokers, and
        scale ConfigMap ───────┤   (names passed   resizes the running Job when `size` changes)
        headless Service ──────┘   as Outputs)     and, beside the Job, the scheduling guard (stops
                                                   it if its pods cannot be scheduled in time)
@@ -68,6 +69,7 @@ class MiniCluster(pulumi.ComponentResource):
             self.api_service_name: pulumi.Output[str] | None = api.metadata.name
         else:
             self.api_service_name = None
+        pod_group_name = self._pod_group(name, spec)
         job_manifest = manifests.job(
             spec,
             service_name=service.metadata.name,
@@ -76,6 +78,7 @@ class MiniCluster(pulumi.ComponentResource):
             entrypoint_name=entrypoint.metadata.name,
             scale_config_name=scale_config.metadata.name,
             config_secret_name=config_secret_name,
+            pod_group_name=pod_group_name,
         )
         # A queue (e.g. Kueue) resumes a suspended Job by setting spec.suspend: Pulumi must not undo that.
         ignore = (["spec.suspend"] if spec.suspend else []) + (JOB_SIZE_FIELDS if spec.elastic else [])
@@ -125,6 +128,21 @@ class MiniCluster(pulumi.ComponentResource):
         name_output: pulumi.Output[str] = secret.metadata.name
         return name_output
 
+    def _pod_group(self, name: str, spec: MiniClusterSpec) -> pulumi.Output[str] | None:
+        """The gang's PodGroup, before the Job: its scheduler holds every pod until all of them fit. A
+        resize updates its minMember in place (before the Scale grows or shrinks the Job)."""
+        manifest = manifests.pod_group(spec)
+        if manifest is None:
+            return None
+        group = k8s.apiextensions.CustomResource(
+            f"{name}-pod-group", api_version=manifest["apiVersion"], kind=manifest["kind"],
+            metadata=manifest["metadata"], spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+        )  # fmt: skip
+        # Its name is known up front; taken through the resource, so that the Job follows it in the graph.
+        known: str = manifest["metadata"]["name"]
+        return group.id.apply(lambda _: known)
+
     def _scheduling_guard(
         self, name: str, spec: MiniClusterSpec, job_manifest: manifests.Manifest, kube_context: str | None
     ) -> SchedulingGuard:
@@ -137,7 +155,7 @@ class MiniCluster(pulumi.ComponentResource):
         inputs = {
             "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"), "size": spec.size,
             "scheduleTimeout": spec.schedule_timeout, "jobUrn": job_urn, "revision": revision(job_manifest),
-            "kubeContext": kube_context,
+            "kubeContext": kube_context, "gang": spec.scheduler.gang if spec.scheduler else None,
         }  # fmt: skip
         # It watches a new Job's first pods; growing an elastic Job is the Scale's to watch. (A replaced
         # Job starts at the size Pulumi keeps for it, the one kept here too.)

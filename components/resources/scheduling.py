@@ -34,6 +34,7 @@ class GuardInputs(WireInputs):
     job_urn: str = Field(alias="jobUrn")
     revision: str
     kube_context: str | None = Field(default=None, alias="kubeContext")
+    gang: str | None = None
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job", "revision"})
 
@@ -48,7 +49,7 @@ class SchedulingGuardProvider(WireProvider):
         with failing_as("following the Job's pods (the scheduling guard)", scheduling.Unschedulable):
             outcome = scheduling.guard(
                 kube.api_client(inputs.kube_context), inputs.namespace, inputs.job, inputs.selector, inputs.size,
-                float(inputs.schedule_timeout), inputs.job_urn,
+                float(inputs.schedule_timeout), inputs.job_urn, gang=inputs.gang,
             )  # fmt: skip
         resource_id = f"{inputs.namespace}/{inputs.job}/{inputs.revision[:12]}"
         return CreateResult(resource_id, {**inputs.to_wire(), "outcome": outcome})
