@@ -154,6 +154,14 @@ def deploy_rejected(
     raise AssertionError(f"the config was accepted: {deployment.kinds}")
 
 
+def refused_problems(config: dict[str, Any]) -> list[str]:
+    """The problem lines the program refuses a config with, after checking that it created nothing."""
+    message, deployment = deploy_rejected(config)
+    assert message.startswith("invalid MiniCluster stack config:"), message
+    assert deployment.resources == []
+    return [line.strip().removeprefix("- ") for line in message.splitlines()[1:]]
+
+
 def _with_secrecy(output: Any) -> pulumi.Output[tuple[Any, bool]]:
     out = pulumi.Output.from_input(output)
     return pulumi.Output.all(out, pulumi.Output.from_input(out.is_secret())).apply(tuple)  # type: ignore[arg-type]

@@ -213,7 +213,9 @@ def test_a_malformed_kubeconfig_is_one_line_and_exit_2(tmp_path: Path, text: str
 def test_an_unknown_stack_is_a_usage_error(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["list", "--stack", "nope"]) == 2
     said = capsys.readouterr().err
-    assert said.startswith(f"error: no stack file {ROOT / 'Pulumi.nope.yaml'} (the stacks here: coscheduling, dev, gpu, ")
+    assert said.startswith(
+        f"error: no stack file {ROOT / 'Pulumi.nope.yaml'} (the stacks here: coscheduling, dev, gpu, "
+    )
     assert said.count("\n") == 1  # one line
 
 
