@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from components.config import rules
+from components.config import affinity, rules
 from components.config.types import Dns1123Label, Image
 
 ImagePullPolicy = Literal["Always", "IfNotPresent", "Never"]
@@ -221,7 +221,8 @@ class Pod(Model):
     tolerations: list[Toleration] = Field(default_factory=list)
     """Kubernetes tolerations (key, operator, value, effect, tolerationSeconds)."""
     affinity: dict[str, Any] | None = None
-    """A Kubernetes affinity, as is."""
+    """A Kubernetes affinity, as Kubernetes spells it (nodeAffinity, podAffinity, podAntiAffinity), checked
+    as the API server checks it."""
     one_pod_per_node: bool = False
     """Never put two brokers on one node (a required pod anti-affinity on the hostname)."""
     service_account_name: str | None = None
@@ -274,6 +275,11 @@ class Pod(Model):
     @classmethod
     def _secret_names(cls, value: list[str]) -> list[str]:
         return [rules.subdomain(name) for name in value]
+
+    @field_validator("affinity")
+    @classmethod
+    def _affinity(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else affinity.check(value)
 
     @model_validator(mode="after")
     def _one_anti_affinity(self) -> Pod:
