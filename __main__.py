@@ -2,10 +2,10 @@
 
 import pulumi
 
-from components.builders import object_limits
-from components.cluster import admission
-from components.config.loader import ConfigError, load_spec
-from components.resources.minicluster import MiniCluster, MiniClusterArgs, stack_config, stack_secret_keys
+from flux_minicluster.builders import object_limits
+from flux_minicluster.cluster import admission
+from flux_minicluster.config.loader import ConfigError, load_spec
+from flux_minicluster.resources.minicluster import MiniCluster, MiniClusterArgs, stack_config, stack_secret_keys
 
 try:
     spec = load_spec(stack_config(), pulumi.get_stack(), stack_secret_keys())

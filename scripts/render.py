@@ -21,10 +21,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from components.builders import object_limits  # noqa: E402
-from components.builders.rendering import render  # noqa: E402
-from components.config import stack_file  # noqa: E402
-from components.config.loader import ConfigError  # noqa: E402
+from flux_minicluster.builders import object_limits  # noqa: E402
+from flux_minicluster.builders.rendering import render  # noqa: E402
+from flux_minicluster.config import stack_file  # noqa: E402
+from flux_minicluster.config.loader import ConfigError  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import mocks, settings
 
-from components.config import certificate
+from flux_minicluster.config import certificate
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "minicluster"  # must match Pulumi.yaml, or config keys silently miss

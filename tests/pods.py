@@ -15,16 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from components.builders import files, manifests
-from components.config import certificate, paths
-from components.config.loader import load_spec
-from components.config.spec import MiniClusterSpec
+from flux_minicluster.builders import files, manifests
+from flux_minicluster.config import certificate, paths
+from flux_minicluster.config.loader import load_spec
+from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
 from tests.standins import saved_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDINS = ROOT / "tests" / "standins"
-SCRIPTS = ROOT / "components" / "builders" / "scripts"
+SCRIPTS = ROOT / "flux_minicluster" / "builders" / "scripts"
 ENTRYPOINT = "entrypoint.sh"
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.cluster import admission
-from components.config.loader import load_spec
+from flux_minicluster.cluster import admission
+from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import deploy, deploy_rejected
 from tests.kube_api import Cluster, running

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.cluster import kube
+from flux_minicluster.cluster import kube
 
 DOING = {"doing": "creating the keygen pod", "namespace": "hpc", "needs": "create on pods", "context": "--context"}
 

@@ -8,8 +8,8 @@ from typing import Any
 import hostlist
 import pytest
 
-from components.builders.manifests import broker_toml
-from components.config.loader import load_spec
+from flux_minicluster.builders.manifests import broker_toml
+from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 import zmq.auth
 
-from components.config import certificate
-from components.config.certificate import CertificateError, parse
+from flux_minicluster.config import certificate
+from flux_minicluster.config.certificate import CertificateError, parse
 
 PAIR = certificate.generate("dev-0")
 

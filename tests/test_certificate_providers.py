@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from components.config import certificate, paths
-from components.config.loader import load_spec
-from components.resources import keygen
+from flux_minicluster.config import certificate, paths
+from flux_minicluster.config.loader import load_spec
+from flux_minicluster.resources import keygen
 from tests.conftest import config
 from tests.kube_api import Cluster, StandIn, Step, running
 from tests.provider_plugin import DIFF_NONE, DIFF_SOME, UNKNOWN, ProviderPlugin, decode, grpc_error, is_secret, secret
@@ -225,13 +225,29 @@ def test_local_keypair_over_the_wire(local_plugin: ProviderPlugin) -> None:
     assert list(rotated.replaces) == ["rotation"]
 
 
-def test_state_from_before_the_layered_layout_still_finds_its_providers() -> None:
-    """What unpickling `components.keygen.LocalKeygenProvider` from older state resolves to."""
+@pytest.mark.parametrize("old_module", ["components.keygen", "components.resources.keygen"])
+def test_state_from_before_the_rename_still_finds_its_providers(old_module: str) -> None:
+    """What unpickling a provider that older state names under `components` resolves to: the very
+    classes of flux_minicluster (state from before the layered layout named components.keygen)."""
     import importlib
 
-    old = importlib.import_module("components.keygen")
+    old = importlib.import_module(old_module)
     assert old.LocalKeygenProvider is keygen.LocalKeygenProvider
     assert old.KeygenPodProvider is keygen.KeygenPodProvider
+
+
+def test_every_provider_in_older_state_unpickles_to_todays_class() -> None:
+    import pickle
+
+    from flux_minicluster.resources import deletion, scale, scheduling
+
+    for provider in (keygen.KeygenPodProvider, scale.ScaleProvider, scheduling.SchedulingGuardProvider,
+                     deletion.JobDeletionProvider):  # fmt: skip
+        old_reference = pickle.dumps(provider, protocol=0).replace(
+            b"flux_minicluster.", b"components."
+        )  # text: no lengths
+        assert b"components.resources." in old_reference
+        assert pickle.loads(old_reference) is provider
 
 
 def test_check_during_a_preview_passes_unknown_inputs_back_unknown(plugin: ProviderPlugin) -> None:
@@ -240,3 +256,13 @@ def test_check_during_a_preview_passes_unknown_inputs_back_unknown(plugin: Provi
     checked = decode(response.inputs)
     assert (checked["kubeContext"], checked["rotation"]) == (UNKNOWN, UNKNOWN)
     assert checked["namespace"] == "default"
+
+
+def test_a_module_reached_by_its_old_name_keeps_its_own_spec() -> None:
+    import importlib
+
+    from flux_minicluster.builders import files
+
+    assert importlib.import_module("components.builders.files") is files
+    assert files.__spec__ is not None and files.__spec__.name == "flux_minicluster.builders.files"
+    assert files.script("lib.sh").startswith("# shellcheck")

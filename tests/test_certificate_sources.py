@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from components.config import certificate
+from flux_minicluster.config import certificate
 from tests.conftest import config
 from tests.harness import KEYGEN_CERTIFICATE, deploy, deploy_rejected
 from tests.plain import is_secret, plain

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from components.config.volumes import StateVolume
+from flux_minicluster.config.volumes import StateVolume
 from tests.conftest import config
 from tests.harness import deploy_rejected
 
@@ -159,7 +159,7 @@ def test_every_problem_is_reported_at_once() -> None:
 
 
 def test_a_certificate_and_local_keygen_together_are_contradictory() -> None:
-    from components.config import certificate
+    from flux_minicluster.config import certificate
 
     message, _ = deploy_rejected(config(keygen="local", curveCertificate=certificate.generate("dev-0").text()))
     assert "minicluster:curveCertificate is set, so minicluster:keygen 'local' has nothing to do; unset one" in message
@@ -172,8 +172,8 @@ def test_keys_of_other_namespaces_belong_to_their_providers() -> None:
 
 
 def test_rules_across_keys_say_which_key_is_at_fault() -> None:
-    from components.config import consistency
-    from components.config.loader import load_spec
+    from flux_minicluster.config import consistency
+    from flux_minicluster.config.loader import load_spec
 
     spec = load_spec({f"minicluster:{k}": v for k, v in config(command=None, size=1).items()}, "dev")
     grown = spec.model_copy(update={"max_size": 3, "state_volume": StateVolume(host_path="/srv/flux")})

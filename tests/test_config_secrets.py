@@ -15,8 +15,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.builders import manifests
-from components.config.loader import load_spec
+from flux_minicluster.builders import manifests
+from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import AUTONAME_SUFFIX, Deployment, deploy, deploy_rejected
 from tests.plain import is_secret, plain, without_secrets

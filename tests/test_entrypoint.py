@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from components.builders import files, manifests
+from flux_minicluster.builders import files, manifests
 from tests.pods import SCRIPTS, Pods
 
 
@@ -263,7 +263,7 @@ def test_every_script_is_shellcheck_clean(script: str) -> None:
 
 
 def test_the_broker_socket_is_where_kubectl_exec_users_are_told_to_find_it(tmp_path: Path) -> None:
-    """manifests.LOCAL_URI (used by `scripts/minicluster.py exec`) names the socket the entrypoint asks for."""
+    """manifests.LOCAL_URI (used by `minicluster exec`) names the socket the entrypoint asks for."""
     pods = Pods(tmp_path)
     expected = manifests.LOCAL_URI.replace(manifests.STATE_DIR, str(tmp_path / "state-1"))
     assert f"-Slocal-uri={expected}" in pods.run(1).start

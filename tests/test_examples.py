@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.config import stack_file
+from flux_minicluster.config import stack_file
 from tests.harness import ROOT, deploy
 
 EXAMPLES = sorted(ROOT.glob("Pulumi.*.yaml"))

@@ -134,7 +134,7 @@ def test_every_volume_source_becomes_a_pod_volume_and_a_flux_container_mount() -
 
 
 def test_the_pods_own_volumes_are_exactly_the_names_user_volumes_may_not_take() -> None:
-    from components.config.paths import OWN_VOLUMES
+    from flux_minicluster.config.paths import OWN_VOLUMES
 
     everything = config(
         volumes=VOLUMES, fluxView={"enabled": True}, command=None, stateVolume={"claimName": "state"},

@@ -11,11 +11,11 @@ import jsonschema
 import pytest
 import yaml
 
-from components.builders import manifests
-from components.cluster import admission
-from components.config import certificate, stack_file
-from components.config.loader import load_spec
-from components.config.spec import MiniClusterSpec
+from flux_minicluster.builders import manifests
+from flux_minicluster.cluster import admission
+from flux_minicluster.config import certificate, stack_file
+from flux_minicluster.config.loader import load_spec
+from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
 from tests.harness import ROOT, deploy, refused_problems
 from tests.kube_api import Cluster

@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 import yaml
 
-from components.builders import manifests
-from components.cluster import admission
-from components.config.loader import load_spec
+from flux_minicluster.builders import manifests
+from flux_minicluster.cluster import admission
+from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import ROOT, deploy, refused_problems
 from tests.kube_api import Cluster

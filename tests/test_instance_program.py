@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from components.builders import manifests, pod_template
-from components.builders.names import BROKER_CONTAINER
-from components.config import paths
+from flux_minicluster.builders import manifests, pod_template
+from flux_minicluster.builders.names import BROKER_CONTAINER
+from flux_minicluster.config import paths
 from tests.pods import Pods, Run
 from tests.test_entrypoint import broker_options, recorder
 

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from components.builders.names import labels
-from components.resources import deletion
+from flux_minicluster.builders.names import labels
+from flux_minicluster.resources import deletion
 from tests.conftest import config
 from tests.harness import deploy
 from tests.kube_api import Cluster, StandIn, running

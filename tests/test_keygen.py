@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from components.builders import manifests
-from components.config.loader import load_spec
+from flux_minicluster.builders import manifests
+from flux_minicluster.config.loader import load_spec
 from tests.conftest import IMAGE, config
 
 SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")

@@ -17,11 +17,11 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from components.builders import manifests
-from components.cluster import kube
-from components.cluster.keygen_pod import KeygenError, run_keygen_pod
-from components.config import certificate, paths
-from components.config.loader import load_spec
+from flux_minicluster.builders import manifests
+from flux_minicluster.cluster import kube
+from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
+from flux_minicluster.config import certificate, paths
+from flux_minicluster.config.loader import load_spec
 from tests.conftest import IMAGE, config
 from tests.kube_api import Cluster, Step, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
 

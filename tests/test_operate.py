@@ -1,4 +1,4 @@
-"""The ops tool (components/ops) with the real `kubernetes` client against the local API stand-in (issues 6, 10).
+"""The ops tool (flux_minicluster/ops) with the real `kubernetes` client against the local API stand-in (issues 6, 10).
 
 The states table (command x cluster state -> exit code and words) is read from docs/operating.md
 and every cell is run here, so the table and the tool cannot disagree.
@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from components.builders.manifests import labels
-from components.builders.names import INDEX_LABEL
-from components.cluster.waiting import Clock
-from components.config.stack_file import load, stack_path
-from components.ops import cli
+from flux_minicluster.builders.manifests import labels
+from flux_minicluster.builders.names import INDEX_LABEL
+from flux_minicluster.cluster.waiting import Clock
+from flux_minicluster.config.stack_file import load, stack_path
+from flux_minicluster.ops import cli
 from tests.harness import ROOT
 from tests.kube_api import Cluster, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
 
@@ -203,8 +203,8 @@ def test_a_malformed_kubeconfig_is_one_line_and_exit_2(tmp_path: Path, text: str
     kubeconfig = tmp_path / "config"
     kubeconfig.write_text(text)
     env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
-    result = subprocess.run([sys.executable, str(ROOT / "scripts" / "minicluster.py"), "status", "--stack", "dev"],
-                            capture_output=True, text=True, env=env)  # fmt: skip
+    command = Path(sys.executable).parent / "minicluster"  # the console command the venv's install made
+    result = subprocess.run([str(command), "status", "--stack", "dev"], capture_output=True, text=True, env=env)
     assert result.returncode == 2
     assert result.stderr.startswith(f"error: the kubeconfig {kubeconfig} is not usable: ")
     assert result.stderr.count("\n") == 1  # one line, no traceback
@@ -338,7 +338,7 @@ def test_an_api_server_error_is_one_line_with_its_message(kube_api: Cluster, cap
 
 
 def _client() -> Any:
-    from components.cluster import kube
+    from flux_minicluster.cluster import kube
 
     return kube.api_client(None)
 

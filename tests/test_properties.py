@@ -11,8 +11,8 @@ import kubernetes_validate
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.builders import files, manifests
-from components.config.loader import load_spec
+from flux_minicluster.builders import files, manifests
+from flux_minicluster.config.loader import load_spec
 from tests.schemas import assert_conforms
 
 LABEL_CHARS = string.ascii_lowercase + string.digits + "-"

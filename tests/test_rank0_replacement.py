@@ -14,10 +14,10 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from components.builders import manifests
-from components.config import lifecycle
-from components.config.loader import load_spec
-from components.config.spec import MiniClusterSpec
+from flux_minicluster.builders import manifests
+from flux_minicluster.config import lifecycle
+from flux_minicluster.config.loader import load_spec
+from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
 from tests.pods import Pods, SavedInstance, instance_up, starts, stop, wait_for
 

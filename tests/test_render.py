@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
-from components.builders.rendering import HIDDEN
-from components.config import certificate
-from components.config import stack_file as stack_file_module
-from components.config.stack_file import read_config
+from flux_minicluster.builders.rendering import HIDDEN
+from flux_minicluster.config import certificate
+from flux_minicluster.config import stack_file as stack_file_module
+from flux_minicluster.config.stack_file import read_config
 from tests.harness import AUTONAME_SUFFIX, ROOT, Registered, deploy, deploy_rejected
 from tests.plain import plain
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from components.builders.names import labels
-from components.config import paths
-from components.resources import scale
+from flux_minicluster.builders.names import labels
+from flux_minicluster.config import paths
+from flux_minicluster.resources import scale
 from tests.kube_api import Cluster, StandIn, ready, unschedulable
 from tests.pods import Pods
 from tests.provider_plugin import DIFF_SOME, ProviderPlugin, grpc_error

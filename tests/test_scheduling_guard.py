@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from components.builders.names import labels
-from components.config.loader import load_spec
-from components.resources import scheduling
+from flux_minicluster.builders.names import labels
+from flux_minicluster.config.loader import load_spec
+from flux_minicluster.resources import scheduling
 from tests.conftest import config
 from tests.harness import deploy
 from tests.kube_api import Cluster, StandIn, running, unschedulable

@@ -8,10 +8,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from components.builders import manifests
-from components.config import certificate
-from components.config.loader import load_spec
-from components.config.spec import MiniClusterSpec
+from flux_minicluster.builders import manifests
+from flux_minicluster.config import certificate
+from flux_minicluster.config.loader import load_spec
+from flux_minicluster.config.spec import MiniClusterSpec
 from tests import schemas
 from tests.conftest import config
 from tests.schemas import assert_conforms

@@ -1,8 +1,8 @@
-"""The one way the cluster layer waits (components/cluster/waiting.py), on a clock the test moves."""
+"""The one way the cluster layer waits (flux_minicluster/cluster/waiting.py), on a clock the test moves."""
 
 from __future__ import annotations
 
-from components.cluster.waiting import Clock, Wait
+from flux_minicluster.cluster.waiting import Clock, Wait
 
 
 class Manual:

@@ -16,8 +16,8 @@ import sys
 import time
 from typing import Any
 
-from components.cluster import admission, fit
-from components.config.loader import load_spec
+from flux_minicluster.cluster import admission, fit
+from flux_minicluster.config.loader import load_spec
 
 CPU = ("100m", "250m", "500m", "1", "2")
 MEMORY = ("128Mi", "256Mi", "1Gi", "2Gi")

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from components.builders.rendering import render
-from components.config.loader import load_spec
+from flux_minicluster.builders.rendering import render
+from flux_minicluster.config.loader import load_spec
 from tests.harness import deploy  # the same mocks the tests use
 
 DEFAULT_SIZES = (1, 10, 100, 1000, 10_000)

@@ -1,1 +1,0 @@
-"""The ops tool (`minicluster list|status|logs|wait|exec`): a command line over components/cluster."""

@@ -1,0 +1,232 @@
+"""What the broker pods read: broker.toml, the entrypoint with its files, and its environment."""
+
+from __future__ import annotations
+
+import shlex
+import tomllib
+from importlib import resources
+from typing import Any
+
+import tomli_w
+
+from flux_minicluster.config import lifecycle, paths, rules
+from flux_minicluster.config.spec import MiniClusterSpec, quorum
+
+SCRIPTS = (paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "instance.sh", paths.RESIZE_SCRIPT)
+"""The scripts in every broker pod's run-config directory (builders/scripts/)."""
+BATCH_SCRIPT = "batch.sh"
+RESTFUL_API_LIBRARIES = ".libraries"
+"""Where, beside the RESTful API's code, its init container installs the libraries it needs."""
+SECRET_ENV_PREFIX = "env."
+"""Keys of the config Secret that hold the Flux container's secret environment values (env.NAME)."""
+BROKER_CONFIG_KEY = "broker.toml"
+CURVE_CERT_KEY = "curve.cert"
+
+
+def broker_toml(spec: MiniClusterSpec) -> str:
+    """The broker config (flux-config-bootstrap(5)): rank = position of the hostname in `hosts`.
+    A `brokerConfig` from the stack replaces it whole; its own [tbon] table wins over ours."""
+    if spec.broker_config is not None:
+        if "tbon" in tomllib.loads(spec.broker_config):
+            return spec.broker_config
+        return f"{spec.broker_config.rstrip()}\n\n{tomli_w.dumps({'tbon': tbon_table(spec)})}"
+    config: dict[str, Any] = {
+        "bootstrap": {
+            "curve_cert": paths.PRIVATE_CURVE_CERT,
+            "default_port": spec.port,
+            "default_bind": f"tcp://{spec.network_interface}:%p",
+            "default_connect": f"tcp://%h.{spec.service}.{spec.namespace}.svc.{spec.cluster_domain}:%p",
+            "hosts": [{"host": hostlist(spec)}],
+        },
+        # R is written at start by each pod; noverify: nodes need not match it core for core.
+        "resource": {"path": paths.RESOURCE_FILE, "noverify": True},
+        "tbon": tbon_table(spec),
+    }
+    if spec.queue_policy:
+        config["sched-fluxion-qmanager"] = {"queue-policy": spec.queue_policy}
+    if spec.state_volume is not None:  # a killed rank 0 restarts from the latest checkpoint
+        config["kvs"] = {"checkpoint-period": spec.state_volume.checkpoint_period}
+    return tomli_w.dumps(config)
+
+
+def hostlist(spec: MiniClusterSpec) -> str:
+    """RFC 29 hostlist of every broker the instance may have, in rank order."""
+    last = spec.largest_size - 1
+    return spec.host(0) if last == 0 else f"{spec.name}-[0-{last}]"
+
+
+def tbon_table(spec: MiniClusterSpec) -> dict[str, str]:
+    """The overlay network's settings (flux-config-tbon(5))."""
+    tbon = {"connect_timeout": spec.connect_timeout}
+    if spec.topology is not None:
+        tbon["topo"] = spec.topology
+    return tbon
+
+
+def scale_files(size: int, min_size: int | None, largest_size: int) -> dict[str, str]:
+    """The scale ConfigMap's files: what a broker reads at start about the current size. A resize
+    writes them again (flux_minicluster.cluster.scale), so they take the numbers, not the spec."""
+    files = {"size": str(size)}
+    at_size = quorum(size, min_size, largest_size)
+    if at_size is not None:
+        files["quorum"] = str(at_size)
+    return files
+
+
+def script(name: str) -> str:
+    return resources.files("flux_minicluster.builders").joinpath("scripts", name).read_text()
+
+
+def run_config_files(spec: MiniClusterSpec) -> dict[str, str]:
+    """The scripts and the files that configure them (one item per line, no templating), but for
+    those that come from secret config keys (secret_run_files)."""
+    files = {name: script(name) for name in SCRIPTS}
+    if spec.all_submit_flags:
+        files["submit.flags"] = _lines(spec.all_submit_flags)
+    if spec.broker_attributes:
+        files["broker.attributes"] = _lines([f"{key}={value}" for key, value in spec.broker_attributes.items()])
+    return {**files, **_files_of(spec, secret=False)}
+
+
+def secret_run_files(spec: MiniClusterSpec) -> dict[str, str]:
+    """The run files that come from secret config keys (command, hooks): they go into the config
+    Secret, which the pod mounts in the same directory as the rest."""
+    return _files_of(spec, secret=True)
+
+
+def _files_of(spec: MiniClusterSpec, secret: bool) -> dict[str, str]:
+    files: dict[str, str] = {}
+    if spec.command is not None and spec.is_secret("command") == secret:
+        if spec.mode == "batch":  # the script is the command's only copy: it runs nothing else
+            files[BATCH_SCRIPT] = batch_script(spec)
+        else:
+            files["command.args"] = _lines(spec.command_args)
+    for hook in ("init", "pre", "post") if spec.is_secret("hooks") == secret else ():
+        snippet = getattr(spec.hooks, hook)
+        if snippet:
+            files[f"{hook}.sh"] = snippet if snippet.endswith("\n") else snippet + "\n"
+    return files
+
+
+def config_secret_data(spec: MiniClusterSpec) -> dict[str, str]:
+    """What the config Secret holds: the secret run files, and the secret environment values."""
+    env = spec.environment if spec.is_secret("environment") else {}
+    return {
+        **secret_run_files(spec),
+        **{f"{SECRET_ENV_PREFIX}{name}": rules.text(value) for name, value in env.items()},
+    }
+
+
+def batch_script(spec: MiniClusterSpec) -> str:
+    """The batch job's script: every command line is submitted at once (they may run side by side),
+    then each job is attached to in turn, so that every job's output reaches the log, in the lines'
+    order, and the script fails if one job did. The lines are shell lines, as the user wrote them."""
+    flux = shlex.quote(spec.flux_path)
+    flags = "".join(f"{shlex.quote(flag)} " for flag in spec.all_submit_flags)
+    submits = "".join(f'ids+=("$({flux} submit {flags}{line})")\n' for line in spec.command_lines)
+    return (
+        f"#!/bin/bash\nids=()\n{submits}status=0\n"
+        f'for id in "${{ids[@]}}"; do {flux} job attach "$id" || status=1; done\nexit "$status"\n'
+    )
+
+
+def _lines(items: list[str]) -> str:
+    return "".join(f"{item}\n" for item in items)
+
+
+def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
+    """How the scripts learn everything they need. Every MC_* variable is always set (empty: none),
+    because the scripts require each one and default none."""
+    settings: dict[str, object | None] = {
+        "MC_FLUX": spec.flux_path,
+        "MC_MODE": spec.mode,
+        "MC_MAX_SIZE": spec.largest_size,
+        "MC_TASKS": spec.tasks,
+        "MC_GPU_IDS": gpu_ids(spec.broker_gpus),
+        "MC_HOST_PREFIX": spec.name,
+        "MC_HOSTLIST": hostlist(spec),
+        "MC_LOG_LEVEL": spec.log_level,
+        "MC_WORKER_RETRIES": spec.worker_retries,
+        "MC_BROKER_CONFIG_DIR": paths.BROKER_CONFIG_DIR,
+        "MC_RUN_CONFIG_DIR": paths.RUN_CONFIG_DIR,
+        "MC_SCALE_DIR": paths.SCALE_DIR,
+        "MC_CURVE_CERT_SOURCE": f"{paths.CURVE_DIR}/{CURVE_CERT_KEY}",
+        "MC_STATE_DIR": paths.STATE_DIR,
+        "MC_PRIVATE_CURVE_CERT": paths.PRIVATE_CURVE_CERT,
+        "MC_RESOURCE_FILE": paths.RESOURCE_FILE,
+        "MC_RUN_DIR": paths.RUN_DIR,
+        "MC_LOCAL_URI": paths.LOCAL_URI,
+        "MC_LOG_PREFIX": lifecycle.LOG_PREFIX,
+        "MC_LOG_SINK": paths.LOG_SINK,
+        "MC_QUIET": spec.logging.quiet,
+        "MC_STRICT": spec.logging.strict,
+        "MC_DEBUG": spec.logging.debug,
+        "MC_TIMED": spec.logging.timed,
+        "MC_FLUX_VIEW": spec.flux_view.path if spec.flux_view.enabled else None,
+        "MC_BATCH_SCRIPT": BATCH_SCRIPT,
+        "MC_BATCH_OUTPUT": spec.batch_output,
+        "MC_STATE_VOLUME": paths.STATE_VOLUME if spec.state_volume is not None else None,
+        "MC_HAND_OVER_NOTE": lifecycle.HAND_OVER_NOTE,
+        "MC_STOPPED_QUEUES_FILE": lifecycle.STOPPED_QUEUES_FILE,
+        "MC_QUEUE_RESUME_WAIT": lifecycle.QUEUE_RESUME_WAIT,
+        "MC_STATE_LOCK_WAIT": lifecycle.STATE_LOCK_WAIT,
+        "MC_RESTORE_TRIES": lifecycle.RESTORE_TRIES,
+        "MC_RESTORE_GRACE": lifecycle.RESTORE_GRACE,
+        "MC_RESTORE_PAUSE": lifecycle.RESTORE_PAUSE,
+        "MC_CALLED_OFF": lifecycle.CALLED_OFF,
+        "MC_RESTFUL_PORT": spec.restful_api.port if spec.restful_api.enabled else None,
+        **_restful_api_settings(spec),
+    }
+    env: list[dict[str, Any]] = [
+        {"name": key, "value": "" if value is None else rules.text(value)}
+        for key, value in settings.items()
+        if value is not None or key.startswith(rules.RESERVED_ENV_PREFIX)
+    ]
+    return env + _restful_api_credentials(spec)
+
+
+def gpu_ids(count: int) -> str | None:
+    """The GPUs of one broker in R, as an idset: the device plugin exposes a pod's GPUs as 0..count-1."""
+    return None if count == 0 else ("0" if count == 1 else f"0-{count - 1}")
+
+
+def _restful_api_settings(spec: MiniClusterSpec) -> dict[str, object | None]:
+    if not spec.restful_api.enabled:
+        return {}
+    return {
+        **restful_api_location(),
+        # The server's own settings (flux-restful-api reads these).
+        "FLUX_AUTH_BACKEND": "shared-secret",
+        "FLUX_REQUIRE_AUTH": "true",  # the same, for releases before FLUX_AUTH_BACKEND
+        # FLUX_NUMBER_NODES, the server's node count, is set by instance.sh from the current size.
+        "FLUX_OPTION_FLAGS": spec.option_flags,
+    }
+
+
+def restful_api_location() -> dict[str, str]:
+    """Where the RESTful API's init container puts the server, and rank 0 runs it from."""
+    return {"MC_RESTFUL_DIR": paths.RESTFUL_API_DIR, "MC_RESTFUL_LIBRARIES": RESTFUL_API_LIBRARIES}
+
+
+def restful_api_install_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
+    """The RESTful API's init container (install_restful_api.sh): where the image may have the server,
+    where to clone it from otherwise, and where to put it."""
+    api = spec.restful_api
+    settings = {
+        **restful_api_location(),
+        "MC_RESTFUL_INSTALL_DIR": api.install_dir,
+        "MC_RESTFUL_REPOSITORY": api.repository,
+        "MC_RESTFUL_BRANCH": api.branch,
+    }
+    return [{"name": key, "value": value} for key, value in settings.items()]
+
+
+def _restful_api_credentials(spec: MiniClusterSpec) -> list[dict[str, Any]]:
+    """From the user's Secret, never from config: the credentials never enter Pulumi's state."""
+    api = spec.restful_api
+    if not api.enabled:
+        return []
+    keys = {"FLUX_USER": "user", "FLUX_TOKEN": "token", "FLUX_SECRET_KEY": "secret-key"}
+    return [
+        {"name": var, "valueFrom": {"secretKeyRef": {"name": api.secret_name, "key": key}}} for var, key in keys.items()
+    ]

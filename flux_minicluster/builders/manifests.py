@@ -1,0 +1,280 @@
+"""Pure builders: a MiniClusterSpec in, plain Kubernetes objects (dicts, API field names) out.
+
+No Pulumi here. The Pulumi component passes Outputs where a builder takes a name or the certificate,
+and `scripts/render.py` passes plain strings: both use these functions, so there is one copy of every
+manifest. Names live in names.py, file contents in files.py, the broker pod in pod_template.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flux_minicluster.builders import gang, pod_security, pod_template
+from flux_minicluster.builders.files import (
+    BROKER_CONFIG_KEY,
+    CURVE_CERT_KEY,
+    broker_toml,
+    config_secret_data,
+    entrypoint_env,
+    run_config_files,
+    scale_files,
+)
+from flux_minicluster.builders.names import (
+    BROKER_CONTAINER,
+    INDEX_LABEL,
+    broker_config_name,
+    config_secret_name,
+    curve_secret_name,
+    entrypoint_name,
+    labels,
+    pod_group_name,
+    scale_config_name,
+)
+from flux_minicluster.config import paths
+from flux_minicluster.config.paths import LOCAL_URI, STATE_DIR
+from flux_minicluster.config.spec import MiniClusterSpec
+
+__all__ = [  # what callers use from here, wherever it is defined
+    "BROKER_CONFIG_KEY", "BROKER_CONTAINER", "CURVE_CERT_KEY", "LOCAL_URI", "STATE_DIR", "all_objects",
+    "broker_config_map", "broker_toml", "config_secret", "curve_secret", "entrypoint_config_map", "entrypoint_env",
+    "headless_service", "job", "keygen_pod", "labels", "pod_group", "restful_api_service", "run_config_files",
+    "scale_config_map",
+]  # fmt: skip
+
+Manifest = dict[str, Any]
+
+KEYGEN_CONTAINER = "keygen"
+KEYGEN_VOLUME = "keygen"
+# The certificate goes to a file in memory, complete or not at all (mv), and stays there until
+# `pulumi up` has read it through the exec API and deleted the pod: no log line, event or status
+# ever holds it. The pod's deadline (activeDeadlineSeconds) ends the wait if nobody comes.
+KEYGEN_SCRIPT = r"""set -eu
+if [ -n "${MC_FLUX_VIEW:-}" ]; then
+  PATH="$PATH:$MC_FLUX_VIEW/view/bin" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$MC_FLUX_VIEW/view/lib"
+  export PATH LD_LIBRARY_PATH
+fi
+"$MC_FLUX" keygen --name="$MC_CERT_NAME" "$MC_CERT_FILE.new" >&2
+mv "$MC_CERT_FILE.new" "$MC_CERT_FILE"
+echo "minicluster: the certificate is made; pulumi up reads it through the exec API, then deletes this pod"
+exec sleep "$MC_HOLD_SECONDS"
+"""
+READ_CERTIFICATE = 'while [ ! -s "$1" ]; do sleep 0.1; done; cat "$1"'
+"""Run (sh -c) through the exec API in the keygen container: the certificate, as soon as it is written."""
+
+WAIT_FOR = "pulumi.com/waitFor"
+SKIP_AWAIT = "pulumi.com/skipAwait"
+AWAIT_TIMEOUT = "pulumi.com/timeoutSeconds"
+# A pod lost to a node drain or preemption is retried without counting against backoffLimit.
+# (Kubernetes 1.29's schema requires `status`; later versions default it to "True".)
+DISRUPTED_PODS_ARE_RETRIED = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+
+
+def _metadata(spec: MiniClusterSpec, name: Any, component: str, **extra: Any) -> Manifest:
+    named = {} if name is None else {"name": name}
+    return {**named, "namespace": spec.namespace, "labels": labels(spec, component), **extra}
+
+
+def curve_secret(spec: MiniClusterSpec, certificate: Any) -> Manifest:
+    """`certificate` is the zcert text (an Output in the Pulumi program: it stays secret there)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _metadata(spec, curve_secret_name(spec), "curve-certificate"),
+        "type": "Opaque",
+        "stringData": {CURVE_CERT_KEY: certificate},
+    }
+
+
+def config_secret(spec: MiniClusterSpec) -> Manifest | None:
+    """The values of the config keys the stack marks secret (environment, command, hooks), or None.
+    The Pulumi program passes them as secret Outputs; the pod reads them from here only."""
+    data = config_secret_data(spec)
+    if not data:
+        return None
+    metadata = _metadata(spec, config_secret_name(spec), "config-secret")
+    return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": "Opaque", "stringData": data}
+
+
+def broker_config_map(spec: MiniClusterSpec) -> Manifest:
+    return _config_map(spec, broker_config_name(spec), "broker-config", {BROKER_CONFIG_KEY: broker_toml(spec)})
+
+
+def entrypoint_config_map(spec: MiniClusterSpec) -> Manifest:
+    return _config_map(spec, entrypoint_name(spec), "entrypoint", run_config_files(spec))
+
+
+def scale_config_map(spec: MiniClusterSpec) -> Manifest:
+    """The current size, read by each broker at start: on an elastic cluster a resize rewrites it in
+    place, so the Job's pod template stays the same at every size."""
+    return _config_map(spec, scale_config_name(spec), "scale", scale_files(spec.size, spec.min_size, spec.largest_size))
+
+
+def _config_map(spec: MiniClusterSpec, name: str, component: str, data: dict[str, str]) -> Manifest:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _metadata(spec, name, component), "data": data}
+
+
+def pod_group(spec: MiniClusterSpec) -> Manifest | None:
+    """The gang's PodGroup (scheduler.gang), or None: its scheduler places every broker at once, or none."""
+    if spec.scheduler is None:
+        return None
+    return {
+        "apiVersion": gang.API_VERSIONS[spec.scheduler.gang],
+        "kind": "PodGroup",
+        "metadata": _metadata(spec, pod_group_name(spec), "gang"),
+        "spec": gang.pod_group_spec(spec),
+    }
+
+
+def headless_service(spec: MiniClusterSpec) -> Manifest:
+    """Gives each broker pod the DNS name <host>.<service>.<namespace>.svc.<domain>, from the moment it
+    exists (publishNotReadyAddresses), so workers can reach rank 0 before anything is Ready."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(spec, spec.service, "broker-network"),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": labels(spec, "broker"),
+            "ports": [{"name": "flux-overlay", "port": spec.port, "targetPort": spec.port, "protocol": "TCP"}],
+        },
+    }
+
+
+def restful_api_service(spec: MiniClusterSpec) -> Manifest:
+    """A stable address for the RESTful API: rank 0's pod only (the index label picks it)."""
+    port = spec.restful_api.port
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(spec, spec.api_service, "restful-api"),
+        "spec": {
+            "selector": {**labels(spec, "broker"), INDEX_LABEL: "0"},
+            "ports": [{"name": "restful-api", "port": port, "targetPort": port, "protocol": "TCP"}],
+        },
+    }
+
+
+def job(
+    spec: MiniClusterSpec,
+    *,
+    service_name: Any,
+    curve_secret_name: Any,
+    broker_config_name: Any,
+    entrypoint_name: Any,
+    scale_config_name: Any,
+    config_secret_name: Any = None,
+    pod_group_name: Any = None,
+) -> Manifest:
+    """The Indexed Job of brokers. The names are parameters so the Pulumi program can pass Outputs:
+    the Job then follows the Service, Secret and ConfigMaps in the graph and rolls when they change.
+    `completions` and `parallelism` (the size) are the only fields a resize changes."""
+    template = pod_template.broker_pod(
+        spec, service_name=service_name, secret_name=curve_secret_name, broker_config=broker_config_name,
+        entrypoint=entrypoint_name, scale_config=scale_config_name, config_secret=config_secret_name,
+        pod_group=pod_group_name,
+    )  # fmt: skip
+    job_spec: Manifest = {
+        "completionMode": "Indexed",
+        "completions": spec.size,
+        "parallelism": spec.size,
+        "backoffLimit": spec.backoff_limit,
+        # A lost pod's replacement starts only once the old pod is gone: two rank 0 brokers must never
+        # run at once (the saved instance's lock guards it too, on clusters that ignore this field).
+        "podReplacementPolicy": "Failed",
+        "template": template,
+    }
+    if spec.pod.restart_policy == "Never":  # a podFailurePolicy requires it
+        job_spec["podFailurePolicy"] = {"rules": [DISRUPTED_PODS_ARE_RETRIED]}
+    if spec.success_policy == "rank0":
+        job_spec["successPolicy"] = {"rules": [{"succeededIndexes": "0"}]}
+    if spec.deadline_seconds is not None:
+        job_spec["activeDeadlineSeconds"] = spec.deadline_seconds
+    if spec.suspend:
+        job_spec["suspend"] = True
+    metadata = _metadata(spec, spec.name, "job", annotations=job_await_annotations(spec))
+    metadata["labels"] = {**spec.job_labels, **metadata["labels"]}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
+
+
+def job_await_annotations(spec: MiniClusterSpec) -> dict[str, str]:
+    """How long `pulumi up` waits, and for what. A one-shot command: the Job's completion. An elastic
+    cluster never completes (or, with a launcher, not before the user resizes it), and a condition
+    naming its size would go stale at the first resize: the Job is not awaited, and the MiniCluster's
+    Scale resource waits for its pods instead (flux_minicluster.cluster.scale), at every size."""
+    if spec.elastic:
+        return {SKIP_AWAIT: "true"}
+    return {AWAIT_TIMEOUT: str(spec.job_timeout)}
+
+
+def keygen_pod(spec: MiniClusterSpec) -> Manifest:
+    """A pod that runs `flux keygen` in the cluster's image and keeps the certificate in a memory
+    volume until `pulumi up` reads it (exec) and deletes the pod. It can pull and schedule where the
+    brokers can. generateName: a pod left behind never blocks the next."""
+    env = {
+        "MC_FLUX": spec.flux_path,
+        "MC_CERT_NAME": spec.rank0_host,
+        "MC_CERT_FILE": paths.KEYGEN_CERT,
+        "MC_HOLD_SECONDS": str(spec.keygen_timeout),
+    }
+    container: Manifest = {
+        "name": KEYGEN_CONTAINER,
+        "image": spec.keygen_image or spec.image,
+        "command": ["/bin/sh", "-c", KEYGEN_SCRIPT],
+        "env": [{"name": key, "value": value} for key, value in env.items()],
+        "volumeMounts": [{"name": KEYGEN_VOLUME, "mountPath": paths.KEYGEN_DIR}],
+    }
+    pod_spec: Manifest = {
+        "restartPolicy": "Never",
+        "automountServiceAccountToken": False,
+        "activeDeadlineSeconds": spec.keygen_timeout,
+        "containers": [container],
+        "volumes": [{"name": KEYGEN_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
+    }
+    pod = spec.pod
+    tolerations = [toleration.manifest() for toleration in pod.tolerations]
+    for key, value in (("imagePullSecrets", [{"name": name} for name in pod.image_pull_secrets]),
+                       ("nodeSelector", dict(pod.node_selector)), ("tolerations", tolerations)):  # fmt: skip
+        if value:
+            pod_spec[key] = value
+    if spec.flux_view.enabled and spec.keygen_image is None:
+        view = pod_template.FLUX_VIEW
+        pod_spec["initContainers"] = [pod_template.flux_view_init_container(spec)]
+        pod_spec["volumes"].append({"name": view, "emptyDir": {}})
+        container["volumeMounts"].append({"name": view, "mountPath": spec.flux_view.path})
+        container["env"].append({"name": "MC_FLUX_VIEW", "value": spec.flux_view.path})
+    pod_security.secure(spec, pod_spec)
+    metadata = {"generateName": f"{spec.name}-keygen-", **_metadata(spec, None, "keygen")}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
+
+
+def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
+    """Every object `pulumi up` creates besides the short-lived keygen pod, in creation order, with
+    plain names: what `scripts/render.py` prints."""
+    secret_config = config_secret(spec)
+    objects = [
+        curve_secret(spec, certificate),
+        *([secret_config] if secret_config is not None else []),
+        broker_config_map(spec),
+        entrypoint_config_map(spec),
+        scale_config_map(spec),
+        headless_service(spec),
+    ]
+    if spec.restful_api.enabled:
+        objects.append(restful_api_service(spec))
+    gang_group = pod_group(spec)
+    if gang_group is not None:
+        objects.append(gang_group)
+    objects.append(
+        job(
+            spec,
+            service_name=spec.service,
+            curve_secret_name=curve_secret_name(spec),
+            broker_config_name=broker_config_name(spec),
+            entrypoint_name=entrypoint_name(spec),
+            scale_config_name=scale_config_name(spec),
+            config_secret_name=config_secret_name(spec) if secret_config is not None else None,
+            pod_group_name=pod_group_name(spec) if gang_group is not None else None,
+        )
+    )
+    return objects

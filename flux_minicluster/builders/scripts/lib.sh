@@ -1,0 +1,70 @@
+# shellcheck shell=bash disable=SC2034 # its variables are the sourcing script's
+# What every MiniCluster script shares: its log lines, reading the mounted files, Flux on the paths.
+# Sourced, never run. Every MC_* variable is set by the Job (flux_minicluster/builders/files.py) and required
+# here: a script never guesses a default of its own.
+
+flux=${MC_FLUX:?}
+run_config=${MC_RUN_CONFIG_DIR:?}
+state=${MC_STATE_DIR:?}
+local_uri=${MC_LOCAL_URI:?} # where this pod's broker listens (its FLUX_URI)
+rank=${MC_RANK:-} # found by the entrypoint (find_rank), and inherited by rank 0's initial program
+
+log() {
+  if [[ ${MC_QUIET:?} != true ]]; then printf '%s[rank %s]: %s\n' "${MC_LOG_PREFIX:?}" "${rank:-?}" "$*" >&2; fi
+}
+
+die() {
+  printf '%s[rank %s]: error: %s\n' "${MC_LOG_PREFIX:?}" "${rank:-?}" "$*" >&2
+  exit 1
+}
+
+# Lines of a mounted file into the named array; a missing file is an empty list.
+# (Namerefs get names no caller uses: `local -n x=x` is a circular reference.)
+read_lines() {
+  local -n lines_out_=$1
+  lines_out_=()
+  # shellcheck disable=SC2034 # a nameref: this fills the caller's array
+  if [[ -f $run_config/$2 ]]; then mapfile -t lines_out_ <"$run_config/$2"; fi
+}
+
+# Flux copied in by the flux-view init container (MC_FLUX_VIEW): appended to the paths, so that the
+# application image's own software wins where both have it.
+use_flux_view() {
+  local view=${MC_FLUX_VIEW?} site
+  [[ -n $view ]] || return 0
+  export PATH="$PATH:$view/view/bin"
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$view/view/lib"
+  for site in "$view"/view/lib/python3*/site-packages; do
+    if [[ -d $site ]]; then export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$site"; fi
+  done
+}
+
+# Flux refuses more nodes than tasks: spread over every node only when there is a task for each.
+task_layout() {
+  local -n layout_out_=$1
+  # shellcheck disable=SC2034 # a nameref: this fills the caller's array
+  if ((${MC_TASKS:?} >= ${MC_SIZE:?})); then
+    layout_out_=(-N"$MC_SIZE" -n"$MC_TASKS")
+  else
+    layout_out_=(-n"$MC_TASKS")
+  fi
+}
+
+# The flux view's files link into /opt/software, which its init container could only copy alongside.
+# (Under securityProfile restricted the pod mounts them there itself: nothing to copy.)
+restore_view_software() {
+  local software=$MC_FLUX_VIEW/software
+  [[ -n $MC_FLUX_VIEW && -d $software ]] || return 0
+  if [[ /opt/software -ef $software ]]; then return 0; fi
+  if ! { mkdir -p /opt/software && cp -R "$software/." /opt/software/; }; then
+    log "could not restore /opt/software from the flux view (not root?); view programs may fail"
+  fi
+}
+
+# A sleep that SIGTERM cuts short.
+pause() {
+  local pid
+  sleep "$1" &
+  pid=$!
+  wait "$pid" || kill "$pid" 2>/dev/null || true
+}

@@ -1,0 +1,133 @@
+"""The admission check: does the MiniCluster fit the cluster as it is, before anything is created?
+
+It reads the cluster with the `kubernetes` client on the same context as the keygen provider (one
+paginated list of nodes, one of the pods that hold resources, the namespace's quotas, as raw JSON:
+decoding 100 000 pods into client models would take longer than the check), sends one broker pod
+through the namespace's real admission (LimitRanges, quotas, webhooks) as a server-side dry run,
+judges with flux_minicluster.cluster.fit, and answers per `minicluster:admission`: refuse, warn or off.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from flux_minicluster.builders import names, pod_template
+from flux_minicluster.cluster import fit, kube
+from flux_minicluster.config.spec import MiniClusterSpec
+
+PAGE = 500
+HOLDING_RESOURCES = "status.phase!=Succeeded,status.phase!=Failed"
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    refused: str | None = None
+    """The message to stop `pulumi up` with (admission: refuse, and it does not fit)."""
+    warnings: list[str] = field(default_factory=list)
+    """What to tell the user and go ahead with."""
+
+
+def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
+    if spec.admission == "off":
+        return Verdict()
+    queue = spec.job_labels.get(KUEUE_QUEUE)
+    if queue and spec.suspend:
+        return Verdict(
+            warnings=[f"admission: left to Kueue (queue {queue!r}), which admits the Job when there is room"]
+        )
+    pod = broker_pod(spec)
+    try:
+        snapshot = read(kube.api_client(kube_context), spec.namespace, pod)
+    except kube.NoCluster as error:
+        return Verdict(warnings=[f"admission check skipped: {error}"])
+    except Exception as error:
+        said = kube.describe(
+            kube.problem(error), doing="reading the cluster's room", namespace=spec.namespace,
+            needs="list on nodes, pods and resourcequotas, and create on pods (a dry run)",
+            context="the kubernetes:context setting",
+        )  # fmt: skip
+        return Verdict(warnings=[f"admission check skipped: {said}"])
+    problems = fit.problems(shape(spec, pod), snapshot)
+    if not problems:
+        return Verdict()
+    text = f"MiniCluster {spec.name!r} does not fit the cluster as it is:\n" + "\n".join(f"  - {p}" for p in problems)
+    if spec.scheduler is not None:  # the gang scheduler decides where, but it needs this room all at once
+        text += (
+            f"\nThe {spec.scheduler.gang} gang scheduler places all {spec.size} brokers at once or none: none "
+            "starts until there is room for every one."
+        )
+    if spec.admission == "refuse":
+        return Verdict(refused=f"{text}\nNothing was created (minicluster:admission is refuse).")
+    return Verdict(
+        warnings=[f"{text}\nGoing ahead (minicluster:admission is warn): a cluster autoscaler may add room."]
+    )
+
+
+def broker_pod(spec: MiniClusterSpec) -> dict[str, Any]:
+    """One broker pod as the Job asks for it: the very pod template the Job carries, with the names
+    its objects will have."""
+    template = pod_template.broker_pod(
+        spec, service_name=spec.service, secret_name=names.curve_secret_name(spec),
+        broker_config=names.broker_config_name(spec), entrypoint=names.entrypoint_name(spec),
+        scale_config=names.scale_config_name(spec), config_secret=names.config_secret_name(spec),
+        pod_group=names.pod_group_name(spec),
+    )  # fmt: skip
+    metadata = {**template["metadata"], "name": f"{spec.name}-admission", "namespace": spec.namespace}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
+
+
+def shape(spec: MiniClusterSpec, pod: dict[str, Any]) -> fit.Shape:
+    """`size` of `pod` (broker_pod's), as the scheduler is asked to place them."""
+    return fit.Shape(spec.size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name)
+
+
+def read(
+    api_client: Any, namespace: str, pod: dict[str, Any], request_timeout: tuple[float, float] = kube.REQUEST_TIMEOUT
+) -> fit.Snapshot:
+    from kubernetes import client
+
+    core = client.CoreV1Api(api_client)
+
+    def pages(call: Callable[..., Any], *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+        return list(_items(call, *args, _request_timeout=request_timeout, **kwargs))
+
+    admitted, refusal = _dry_run(core, namespace, pod, request_timeout)
+    return fit.Snapshot(
+        nodes=pages(core.list_node),
+        pods=pages(core.list_pod_for_all_namespaces, field_selector=HOLDING_RESOURCES),
+        quotas=pages(core.list_namespaced_resource_quota, namespace),
+        admitted=admitted,
+        refusal=refusal,
+    )
+
+
+def _dry_run(core: Any, namespace: str, pod: dict[str, Any], timeout: tuple[float, float]) -> tuple[Any, str]:
+    """The namespace's real admission for one broker pod (dryRun=All: nothing is stored): the pod as
+    LimitRange defaulting made it, or the API server's reason for refusing it."""
+    try:
+        response = core.create_namespaced_pod(
+            namespace, pod, dry_run="All", _preload_content=False, _request_timeout=timeout
+        )
+    except Exception as error:
+        found, refused = kube.problem(error), f'pods "{pod["metadata"]["name"]}" is forbidden: '
+        if "does not support dry run" in found.detail:  # a webhook with side effects: judge the pod as built
+            return pod, ""
+        if found.kind == "rejected" or refused in found.detail:  # admission said no; RBAC names a User instead
+            return None, found.detail.removeprefix(refused)
+        raise
+    return json.loads(response.data), ""
+
+
+def _items(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    token: str | None = None
+    while True:
+        response = call(*args, limit=PAGE, _continue=token, _preload_content=False, **kwargs)
+        page = json.loads(response.data)
+        yield from page.get("items") or []
+        token = (page.get("metadata") or {}).get("continue")
+        if not token:
+            return

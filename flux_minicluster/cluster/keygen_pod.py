@@ -1,0 +1,253 @@
+"""Run the keygen pod and read its certificate through the exec API into a validated certificate.
+
+Written against the `kubernetes` client's CoreV1Api. It watches the pod (no polling delay: the
+certificate is read the moment its container runs, by a command that returns as soon as `flux keygen`
+has written it), bounds every request and the whole run by the timeout, and deletes the pod in every
+case. The certificate never passes through the pod's log, its status or an event. Error messages say
+what happened and what to do, and never contain key material.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from flux_minicluster.builders.manifests import READ_CERTIFICATE
+from flux_minicluster.cluster import kube
+from flux_minicluster.cluster.waiting import Clock, Wait
+from flux_minicluster.config import paths
+from flux_minicluster.config.certificate import CertificateError, CurveCertificate, parse, redact
+
+PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
+COMMAND_NOT_FOUND = 127
+DONE = ("Succeeded", "Failed")
+NEEDS = "create, watch and delete on pods and create on pods/exec"
+EXEC_NEEDS = "`create` on `pods/exec` (pulumi up reads the certificate through the exec API)"
+
+
+class KeygenError(RuntimeError):
+    """The keygen pod could not produce a certificate."""
+
+
+def run_keygen_pod(
+    core: Any,
+    pod: dict[str, Any],
+    timeout: float,
+    *,
+    schedule_timeout: float | None = None,
+    request_timeout: tuple[float, float] = kube.REQUEST_TIMEOUT,
+    clock: Clock | None = None,
+) -> CurveCertificate:
+    namespace = pod["metadata"]["namespace"]
+    container = pod["spec"]["containers"][0]
+    image = container["image"]
+    run = _Run(core, namespace, request_timeout)
+    name = run.create(pod)
+    wait = Wait(timeout, clock)
+    try:
+        status = run.wait(name, image, wait, schedule_timeout or timeout)
+        if status.phase in DONE:
+            raise KeygenError(_failure(run, name, status, image))
+        return _certificate_by_exec(run, name, container["name"], image, max(wait.remaining, 1.0))
+    except KeygenError:
+        raise
+    except Exception as error:  # a request that failed half-way: say which, by what happened
+        raise KeygenError(_api_problem(error, namespace, "watching the keygen pod")) from None
+    finally:
+        run.delete(name)
+
+
+class _Run:
+    """The requests of one keygen run, each bounded by the request timeout."""
+
+    def __init__(self, core: Any, namespace: str, request_timeout: tuple[float, float]) -> None:
+        self.core, self.namespace, self.request_timeout = core, namespace, request_timeout
+
+    def create(self, pod: dict[str, Any]) -> str:
+        try:
+            created = self.core.create_namespaced_pod(self.namespace, pod, _request_timeout=self.request_timeout)
+        except Exception as error:
+            raise KeygenError(_api_problem(error, self.namespace, "creating the keygen pod")) from None
+        return str(created.metadata.name)
+
+    def wait(self, name: str, image: str, wait: Wait, schedule_timeout: float) -> Any:
+        """The pod's status once it is done; KeygenError if its image cannot be pulled, it stays
+        unschedulable for schedule_timeout, or time runs out. Watched: each change wakes it up."""
+        while not wait.over:
+            seen = False
+            watch_ends = wait.held_until(schedule_timeout)  # wake up when it has waited too long to be scheduled
+            for status in self._statuses(name, max(watch_ends - wait.clock.now(), 0.1)):
+                seen = True
+                if status.phase in DONE or _running(status):
+                    return status
+                _check_waiting(status, image)
+                wait.held_for(bool(kube.unschedulable(status)))
+                if wait.over or wait.held_until(schedule_timeout) < watch_ends:
+                    break  # watch again, until the schedule timeout only
+            if not seen and not self.exists(name):  # a watch starts with the pod as it is
+                raise KeygenError(self._deleted(name))
+            if wait.held >= schedule_timeout:  # unschedulable that long, as last seen
+                why = kube.unschedulable(self.read(name).status)
+                if why:
+                    raise KeygenError(
+                        f"the keygen pod could not be scheduled for {schedule_timeout:g}s "
+                        f"(minicluster:scheduleTimeout): {why}"
+                    )
+                wait.held_for(False)
+        raise KeygenError(_timeout(self, name, wait.timeout))
+
+    def _statuses(self, name: str, remaining: float) -> Iterator[Any]:
+        """The pod's status now and at every change, until the server ends the watch (at `remaining`)."""
+        from kubernetes import watch
+
+        seconds = max(1, math.ceil(remaining))
+        events = watch.Watch().stream(  # type: ignore[no-untyped-call]
+            self.core.list_namespaced_pod, self.namespace, field_selector=f"metadata.name={name}",
+            timeout_seconds=seconds, _request_timeout=(self.request_timeout[0], seconds + self.request_timeout[0]),
+        )  # fmt: skip
+        for event in events:
+            if event["type"] == "DELETED":
+                raise KeygenError(self._deleted(name))
+            yield event["object"].status
+
+    def _deleted(self, name: str) -> str:
+        return (
+            f"the keygen pod {self.namespace}/{name} was deleted before it finished "
+            "(by someone else, or with its namespace); run `pulumi up` again"
+        )
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.read(name)
+        except Exception as error:
+            if kube.problem(error).kind == "not-found":
+                return False
+            raise
+        return True
+
+    def read(self, name: str) -> Any:
+        return self.core.read_namespaced_pod(name, self.namespace, _request_timeout=self.request_timeout)
+
+    def read_certificate(self, name: str, container: str, timeout: float) -> tuple[str, str, int | None]:
+        command = ["/bin/sh", "-c", READ_CERTIFICATE, "read-certificate", paths.KEYGEN_CERT]
+        return kube.run_in_pod(self.core, self.namespace, name, container, command, timeout=timeout)
+
+    def log(self, name: str, tail_lines: int | None = None) -> str:
+        return str(
+            self.core.read_namespaced_pod_log(
+                name, self.namespace, tail_lines=tail_lines, _request_timeout=self.request_timeout
+            )
+        )
+
+    def events(self, name: str) -> list[Any]:
+        selector = f"involvedObject.name={name}"
+        found = self.core.list_namespaced_event(
+            self.namespace, field_selector=selector, _request_timeout=self.request_timeout
+        )
+        return list(found.items or [])
+
+    def delete(self, name: str) -> None:
+        """A failed delete must not hide the outcome it follows: warn, and say how to clean up."""
+        try:
+            self.core.delete_namespaced_pod(
+                name, self.namespace, grace_period_seconds=0, _request_timeout=self.request_timeout
+            )
+        except Exception as error:
+            found = kube.problem(error)
+            if found.kind != "not-found":
+                print(
+                    f"warning: could not delete keygen pod {self.namespace}/{name} ({found.detail}); "
+                    f"delete it with: kubectl delete pod -n {self.namespace} {name}",
+                    file=sys.stderr,
+                )
+
+
+def _api_problem(error: Exception, namespace: str, doing: str, needs: str = NEEDS) -> str:
+    found = kube.problem(error)
+    if found.kind == "not-found" and "namespace" in found.detail:
+        return (
+            f"namespace {namespace!r} does not exist: create it (kubectl create namespace {namespace}) "
+            "or set minicluster:namespace"
+        )
+    return kube.describe(found, doing=doing, namespace=namespace, needs=needs, context="the kubernetes:context setting")
+
+
+def _certificate_by_exec(run: _Run, name: str, container: str, image: str, timeout: float) -> CurveCertificate:
+    """The certificate, read from the keygen container's memory volume through the exec API."""
+    try:
+        stdout, stderr, code = run.read_certificate(name, container, timeout)
+    except Exception as error:
+        doing = "reading the certificate from the keygen pod through the exec API"
+        raise KeygenError(f"{_api_problem(error, run.namespace, doing, EXEC_NEEDS)}; the pod was deleted") from None
+    if code != 0:
+        status = run.read(name).status
+        if status.phase in DONE:
+            raise KeygenError(_failure(run, name, status, image))
+        why = "the connection ended first" if code is None else f"exit {code}: {redact(stderr.strip()) or 'no message'}"
+        raise KeygenError(f"could not read the certificate from the keygen pod ({why}); run `pulumi up` again")
+    try:
+        return parse(stdout)
+    except CertificateError as error:
+        raise KeygenError(f"the keygen pod's certificate is not usable: {error}") from None
+
+
+def _running(status: Any) -> bool:
+    """The keygen container has started (its command may still be making the certificate)."""
+    return any(c.state is not None and c.state.running is not None for c in status.container_statuses or [])
+
+
+def _check_waiting(status: Any, image: str) -> None:
+    for container in status.container_statuses or []:
+        waiting = container.state.waiting if container.state else None
+        if waiting is not None and waiting.reason in PULL_FAILURES:
+            raise KeygenError(
+                f"cannot pull image {image!r} ({waiting.reason}: {waiting.message or 'no details'}); "
+                "check the name, tag and imagePullSecrets"
+            )
+
+
+def _failure(run: _Run, name: str, status: Any, image: str) -> str:
+    if status.phase == "Succeeded":
+        return "the keygen pod ended before its certificate was read (keygenTimeout); run `pulumi up` again"
+    if status.reason == "DeadlineExceeded":
+        return f"the keygen pod ran out of time (activeDeadlineSeconds); {_log_tail(run, name)}"
+    exit_code = _exit_code(status)
+    if exit_code == COMMAND_NOT_FOUND:
+        return (
+            f"image {image!r} has no `flux` command (exit 127): use an image with Flux installed, "
+            "or set minicluster:fluxPath or minicluster:keygenImage"
+        )
+    return f"the keygen pod failed (exit {exit_code}); {_log_tail(run, name)}"
+
+
+def _exit_code(status: Any) -> int | None:
+    codes = (kube.exit_code(container) for container in status.container_statuses or [])
+    return next((code for code in codes if code is not None), None)
+
+
+def _log_tail(run: _Run, name: str, lines: int = 10) -> str:
+    try:
+        log = run.log(name, tail_lines=lines)
+    except Exception:
+        return "its log could not be read"
+    tail = [redact(line) for line in log.splitlines()[-lines:]]
+    return "last log lines:\n    " + "\n    ".join(tail) if tail else "it printed nothing"
+
+
+def _timeout(run: _Run, name: str, timeout: float) -> str:
+    try:
+        phase = run.read(name).status.phase
+    except Exception:
+        phase = "unknown"
+    try:
+        events = run.events(name)
+    except Exception:
+        events = []
+    latest = [f"{event.reason}: {event.message}" for event in events[-5:]]
+    shown = "\n    ".join(latest) if latest else "none"
+    return (
+        f"the keygen pod did not finish within {timeout:g}s (phase {phase}); raise minicluster:keygenTimeout "
+        f"if the image is large. Latest events:\n    {shown}"
+    )

@@ -1,0 +1,288 @@
+"""Talking to the Kubernetes API: connecting the way kubectl does, and saying what went wrong.
+
+Used by the keygen provider and by the operations tool. Every request carries a timeout, and every
+failure is classified by what really happened: a connection that failed, a request the API server
+refused (with its own message), or a request the client refused before sending it (a bug on our side).
+Only the first is "cannot reach the cluster".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+REQUEST_TIMEOUT = (10.0, 60.0)
+"""(connect, read) seconds for one API request: a hung API server fails a step instead of blocking it."""
+
+Kind = Literal["unreachable", "denied", "not-found", "conflict", "rejected", "server-error", "client-side"]
+
+
+def _unreadable_kubeconfig() -> tuple[type[Exception], ...]:
+    """What the client raises for a kubeconfig it cannot use: its own complaint, YAML that does not
+    parse, or YAML that is not a kubeconfig's mapping."""
+    import yaml
+    from kubernetes import config
+
+    return (config.ConfigException, yaml.YAMLError, TypeError, AttributeError, KeyError)
+
+
+class NoCluster(RuntimeError):
+    """No usable kubeconfig context or in-cluster account: the message says which and what exists."""
+
+
+@dataclass(frozen=True)
+class ApiProblem:
+    """What went wrong with one request."""
+
+    kind: Kind
+    status: int | None
+    detail: str
+    """The API server's own message, the connection error, or the client's complaint."""
+
+    @property
+    def unreachable(self) -> bool:
+        return self.kind == "unreachable"
+
+
+def describe(
+    found: ApiProblem, *, doing: str, namespace: str = "", needs: str = "", context: str = "", host: str = ""
+) -> str:
+    """The one wording of a failed request, per kind. `doing`: what the request was for ("creating the
+    keygen pod"); `needs`: the RBAC verbs it takes; `context`: where the user picks the cluster."""
+    said = f"{found.status}: {found.detail}" if found.status else found.detail
+    where = f" in namespace {namespace!r}" if namespace else ""
+    if found.kind == "unreachable":
+        at = f" at {host}" if host else ""
+        check = f"check `kubectl cluster-info` and {context or 'the kubernetes:context setting'}"
+        return f"cannot reach the Kubernetes cluster{at} ({said}) while {doing}; {check}"
+    if found.kind == "server-error":
+        return f"the Kubernetes API server failed ({said}) while {doing}"
+    if found.kind == "denied":
+        rights = f"this needs {needs} there" if needs else "your account lacks a right there"
+        return f"access denied ({said}) while {doing}{where}: {rights} (check your RBAC)"
+    if found.kind == "client-side":
+        return (
+            f"the Kubernetes client refused the request ({said}) while {doing}: this is a bug in the MiniCluster "
+            "program; please report it with this message"
+        )
+    return f"the Kubernetes API refused the request ({said}) while {doing}"
+
+
+def api_client(context: str | None) -> Any:
+    """A client for `context` of the kubeconfig (KUBECONFIG or ~/.kube/config; None: its current context),
+    or for the pod's service account when there is no kubeconfig and this runs inside a cluster."""
+    from kubernetes import client, config
+
+    kubeconfig = _kubeconfig()
+    if kubeconfig is not None:
+        _check_context(kubeconfig, context)
+        try:
+            api = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
+        except _unreadable_kubeconfig() as error:
+            raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {_one_line(str(error))}") from None
+    elif context is not None:
+        raise NoCluster(f"kubeconfig context {context!r} was asked for, but there is no kubeconfig ({_where()})")
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        configuration = client.Configuration()
+        try:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        except config.ConfigException as error:
+            raise NoCluster(f"the in-cluster service account is not usable: {error}") from None
+        api = client.ApiClient(configuration)
+    else:
+        raise NoCluster(
+            f"no kubeconfig ({_where()}) and not running inside a cluster: point KUBECONFIG at yours, or make "
+            "a local cluster with `kind create cluster`"
+        )
+    api.configuration.retries = _retries()
+    return api
+
+
+def _kubeconfig() -> str | None:
+    """The kubeconfig path(s) kubectl would read, if any exists (KUBECONFIG may list several)."""
+    value = os.environ.get("KUBECONFIG") or "~/.kube/config"
+    paths = [part for part in value.split(os.pathsep) if part]
+    return value if any(Path(path).expanduser().is_file() for path in paths) else None
+
+
+def _where() -> str:
+    return f"KUBECONFIG={os.environ['KUBECONFIG']}" if os.environ.get("KUBECONFIG") else "~/.kube/config"
+
+
+def _check_context(kubeconfig: str, context: str | None) -> None:
+    from kubernetes import config
+
+    try:
+        contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+    except _unreadable_kubeconfig() as error:
+        raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {_one_line(str(error))}") from None
+    names = [entry["name"] for entry in contexts or []]
+    if context is not None and context not in names:
+        known = ", ".join(names) if names else "none"
+        raise NoCluster(f"kubeconfig context {context!r} does not exist in {kubeconfig}; its contexts: {known}")
+
+
+def _retries() -> Any:
+    """Retry a connection that fails to open, never a request the server may be working on."""
+    import urllib3
+
+    return urllib3.Retry(total=2, connect=2, read=0, status=0, redirect=0, backoff_factor=0.2)
+
+
+def problem(error: BaseException) -> ApiProblem:
+    """Classify an exception raised by the `kubernetes` client."""
+    import pydantic
+    import urllib3
+    from kubernetes.client.exceptions import ApiException, ApiTypeError, ApiValueError
+
+    if isinstance(error, ApiException):
+        status = int(error.status or 0)
+        if status == 0:  # the client's wrapper for TLS and websocket failures
+            return _from_status_zero(str(error.reason))
+        return ApiProblem(_kind(status), status, _server_message(error))
+    if isinstance(error, urllib3.exceptions.HTTPError | OSError):
+        return ApiProblem("unreachable", None, _connection_message(error))
+    if isinstance(error, pydantic.ValidationError | ApiTypeError | ApiValueError | TypeError | ValueError):
+        return ApiProblem("client-side", None, _one_line(str(error)))
+    return ApiProblem("client-side", None, f"{type(error).__name__}: {_one_line(str(error))}")
+
+
+def _kind(status: int) -> Kind:
+    if status in (401, 403):
+        return "denied"
+    if status == 404:
+        return "not-found"
+    if status == 409:
+        return "conflict"
+    if status >= 500:
+        return "server-error"
+    return "rejected"
+
+
+def _server_message(error: Any) -> str:
+    """The `message` of the Status object the API server sends with every error, else its reason."""
+    try:
+        body = json.loads(error.body or "")
+    except (TypeError, ValueError):
+        body = None
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return str(error.reason or f"HTTP {error.status}")
+
+
+HANDSHAKE = re.compile(r"Handshake status (\d+)")
+
+
+def _from_status_zero(reason: str) -> ApiProblem:
+    """A websocket upgrade (exec) refused by the API server comes back as status 0 with the answer inside."""
+    handshake = HANDSHAKE.search(reason)
+    if handshake is None:
+        return ApiProblem("unreachable", None, _one_line(reason))
+    status = int(handshake.group(1))
+    message = re.search(r'"message":\s*"((?:[^"\\]|\\.)*)"', reason)
+    detail = json.loads(f'"{message.group(1)}"') if message else f"HTTP {status}"
+    return ApiProblem(_kind(status), status, detail)
+
+
+def _connection_message(error: BaseException) -> str:
+    text = str(getattr(error, "reason", None) or error)
+    errno = re.search(r"\[Errno -?\d+\] ([^'\")]+)", text)
+    if errno:
+        return errno.group(1).strip()
+    if "timed out" in text.lower():
+        return "the API server did not answer in time"
+    return _one_line(text)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def label_selector(labels: dict[str, str]) -> str:
+    """A label selector for the API's list calls: every label, as key=value."""
+    return ",".join(f"{key}={value}" for key, value in labels.items())
+
+
+def pod_rank(pod: Any) -> int:
+    """A broker pod's rank: its Indexed Job index (a label since Kubernetes 1.28; the floor is 1.29); -1 if none."""
+    from flux_minicluster.builders.names import INDEX_LABEL
+
+    value = (pod.metadata.labels or {}).get(INDEX_LABEL)
+    return int(value) if value is not None else -1
+
+
+def job_condition(job: Any, types: tuple[str, ...]) -> Any:
+    """The Job's first true condition of one of `types`, or None."""
+    conditions = (job.status.conditions if job.status else None) or []
+    return next((c for c in conditions if c.status == "True" and c.type in types), None)
+
+
+def job_finished(job: Any) -> str:
+    """ "completed" or "failed (<reason>: <message>)" once the Job is over; "" while it runs."""
+    condition = job_condition(job, ("Complete", "Failed"))
+    if condition is None:
+        return ""
+    if condition.type == "Complete":
+        return "completed"
+    return f"failed ({': '.join(part for part in (condition.reason, condition.message) if part)})"
+
+
+def job_size(job: Any) -> int | None:
+    """An Indexed Job's size: its completions (a resize changes them before the pods follow)."""
+    return int(job.spec.completions) if job.spec is not None and job.spec.completions else None
+
+
+def exit_code(container_status: Any) -> int | None:
+    """A container's exit code once it has terminated (its current state, not a previous run's)."""
+    state = container_status.state if container_status is not None else None
+    terminated = state.terminated if state is not None else None
+    return int(terminated.exit_code) if terminated is not None else None
+
+
+def not_scheduled(status: Any) -> str:
+    """Why the scheduler has not placed a pod ("Unschedulable: 0/3 nodes are available: ..."), from its
+    PodScheduled condition; "" once it is placed, or before the scheduler has looked at it."""
+    for condition in (status.conditions if status is not None else None) or []:
+        if condition.type == "PodScheduled" and condition.status == "False":
+            return ": ".join(part for part in (condition.reason, condition.message) if part)
+    return ""
+
+
+def unschedulable(status: Any) -> str:
+    """The same, only when the scheduler found no node for it (not, e.g., a scheduling gate held on purpose)."""
+    why = not_scheduled(status)
+    return why if why.startswith("Unschedulable") else ""
+
+
+def failure(doing: str, error: BaseException) -> RuntimeError:
+    """One line for `pulumi up`: what could not be done (`doing`: "reading the Job's size"), and why."""
+    if isinstance(error, NoCluster):
+        return RuntimeError(f"cannot reach the Kubernetes cluster while {doing}: {error}")
+    return RuntimeError(describe(problem(error), doing=doing))
+
+
+def run_in_pod(
+    core: Any, namespace: str, pod: str, container: str, command: list[str], timeout: float | None = None
+) -> tuple[str, str, int | None]:
+    """(stdout, stderr, exit status) of a command run in a pod's container over the exec API; the
+    status is None if the connection ended (or `timeout` seconds passed) before the status came."""
+    from kubernetes.stream import stream
+
+    session = stream(
+        core.connect_get_namespaced_pod_exec, pod, namespace, container=container, command=command,
+        stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
+    )  # fmt: skip
+    session.run_forever(timeout=timeout)
+    stdout, stderr = session.read_stdout(), session.read_stderr()
+    if session.is_open():  # timed out: the command may still run
+        session.close()
+        return stdout, stderr, None
+    try:
+        code = session.returncode
+    except (TypeError, KeyError, ValueError, IndexError):  # the connection ended before the status
+        return stdout, stderr, None
+    return stdout, stderr, int(code)

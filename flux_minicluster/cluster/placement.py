@@ -1,0 +1,170 @@
+"""Node placement: would the scheduler find room for every broker pod? Schedulable, Ready nodes that
+match the pods' nodeSelector and required node affinity and whose taints the pods tolerate; their
+allocatable resources and pod slots less what other pods request; the onePodPerNode rule. Pure.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+from flux_minicluster.cluster.quantities import Json, pod_amounts, quantity, show
+from flux_minicluster.cluster.shape import Shape, Snapshot, own
+
+PODS = "pods"
+
+
+@dataclass(frozen=True)
+class _Node:
+    name: str
+    matches: bool
+    usable: bool
+    why_not: str
+    """cordoned, not Ready, or has taints the pods do not tolerate (empty when usable or not matching)."""
+    room: int
+    short_of: str
+    """The resource that limits its room ("pods" for slots), or empty."""
+
+
+def problems(shape: Shape, cluster: Snapshot, requests: dict[str, Decimal]) -> list[str]:
+    used, counts = _node_use(shape, cluster.pods)
+    nodes = [_node(shape, node, requests, used, counts) for node in cluster.nodes]
+    room = sum(node.room for node in nodes)
+    if room >= shape.size:
+        return []
+    matching = [node for node in nodes if node.matches]
+    need = f"{shape.size} nodes" if shape.one_pod_per_node else f"room for {shape.size} pods"
+    parts = [f"size {shape.size}{' with onePodPerNode' if shape.one_pod_per_node else ''} needs {need}"]
+    constraint = _constraint(shape.pod_spec)
+    if constraint:
+        parts.append(f"{len(matching)} of {len(nodes)} nodes match {constraint}")
+    else:
+        parts.append(f"the cluster has {len(nodes)} node{'s' if len(nodes) != 1 else ''}")
+    for why, count in Counter(node.why_not for node in matching if node.why_not).most_common():
+        parts.append(f"{count} of them {'is' if count == 1 else 'are'} {why}")
+    usable = [node for node in matching if node.usable]
+    if shape.one_pod_per_node:
+        parts.append(f"{room} of the {len(usable)} usable can take a broker")
+    else:
+        nodes_have = "node has" if len(usable) == 1 else "nodes have"
+        parts.append(f"the {len(usable)} usable {nodes_have} room for {room}")
+    full = Counter(node.short_of for node in usable if node.room == 0)
+    if full:
+        each = ", ".join(f"{name} {show(name, value)}" for name, value in sorted(requests.items())) or "nothing"
+        detail = ", ".join(f"{'pod slots' if name == PODS else name} on {count}" for name, count in full.most_common())
+        parts.append(f"each broker requests {each}; no room for one: {detail}")
+    return ["; ".join(parts)]
+
+
+def _node_use(shape: Shape, pods: list[Json]) -> tuple[dict[str, dict[str, Decimal]], Counter[str]]:
+    used: dict[str, dict[str, Decimal]] = {}
+    counts: Counter[str] = Counter()
+    for pod in pods:
+        node = pod.get("spec", {}).get("nodeName")
+        if not node or own(shape, pod):
+            continue
+        taken = used.setdefault(node, {})
+        for name, value in pod_amounts(pod["spec"], "requests").items():
+            taken[name] = taken.get(name, Decimal(0)) + value
+        counts[node] += 1
+    return used, counts
+
+
+def _node(shape: Shape, node: Json, requests: dict[str, Decimal], used: dict[str, dict[str, Decimal]],
+          counts: Counter[str]) -> _Node:  # fmt: skip
+    name, spec = node["metadata"]["name"], node.get("spec", {})
+    matches = _selected(shape.pod_spec, node)
+    why_not = ""
+    if spec.get("unschedulable"):
+        why_not = "cordoned"
+    elif not _ready(node):
+        why_not = "not Ready"
+    elif not _tolerated(shape.pod_spec.get("tolerations") or [], spec.get("taints") or []):
+        why_not = "tainted where the pods have no toleration"
+    if not matches or why_not:
+        return _Node(name, matches, False, why_not if matches else "", 0, "")
+    allocatable = {k: quantity(v) for k, v in (node.get("status", {}).get("allocatable") or {}).items()}
+    taken = used.get(name, {})
+    room, short = int(allocatable.get(PODS, Decimal(110)) - counts[name]), PODS
+    for resource, need in requests.items():
+        if need > 0:
+            fits = int((allocatable.get(resource, Decimal(0)) - taken.get(resource, Decimal(0))) // need)
+            if fits < room:
+                room, short = fits, resource
+    room = max(room, 0)
+    if shape.one_pod_per_node:
+        room = min(room, 1)
+    return _Node(name, True, True, "", room, short)
+
+
+def _ready(node: Json) -> bool:
+    conditions = node.get("status", {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _tolerated(tolerations: list[Json], taints: list[Json]) -> bool:
+    return all(
+        any(_tolerates(toleration, taint) for toleration in tolerations)
+        for taint in taints
+        if taint.get("effect") in ("NoSchedule", "NoExecute")
+    )
+
+
+def _tolerates(toleration: Json, taint: Json) -> bool:
+    if toleration.get("effect") and toleration["effect"] != taint.get("effect"):
+        return False
+    if toleration.get("operator", "Equal") == "Exists":
+        return not toleration.get("key") or toleration["key"] == taint.get("key")
+    return toleration.get("key") == taint.get("key") and (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def _selected(pod_spec: Json, node: Json) -> bool:
+    labels = node["metadata"].get("labels") or {}
+    if any(labels.get(key) != value for key, value in (pod_spec.get("nodeSelector") or {}).items()):
+        return False
+    terms = _required_terms(pod_spec)
+    return not terms or any(_term_matches(term, labels, node["metadata"]["name"]) for term in terms)
+
+
+def _required_terms(pod_spec: Json) -> list[Json]:
+    required = ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    return list(required.get("nodeSelectorTerms") or [])
+
+
+def _term_matches(term: Json, labels: Mapping[str, str], name: str) -> bool:
+    fields = {"metadata.name": name}
+    return all(_expression(e, labels) for e in term.get("matchExpressions") or []) and all(
+        _expression(e, fields) for e in term.get("matchFields") or []
+    )
+
+
+def _expression(expression: Json, labels: Mapping[str, str]) -> bool:
+    key, operator, values = expression["key"], expression["operator"], expression.get("values") or []
+    value = labels.get(key)
+    if operator == "In":
+        return value in values
+    if operator == "NotIn":
+        return value not in values
+    if operator == "Exists":
+        return key in labels
+    if operator == "DoesNotExist":
+        return key not in labels
+    if value is None or not values:
+        return False
+    try:
+        return int(value) > int(values[0]) if operator == "Gt" else int(value) < int(values[0])
+    except ValueError:
+        return False
+
+
+def _constraint(pod_spec: Json) -> str:
+    said = []
+    if pod_spec.get("nodeSelector"):
+        said.append("nodeSelector " + ",".join(f"{k}={v}" for k, v in sorted(pod_spec["nodeSelector"].items())))
+    if _required_terms(pod_spec):
+        said.append("the required node affinity")
+    return " and ".join(said)

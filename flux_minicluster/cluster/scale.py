@@ -1,0 +1,209 @@
+"""Resizing a running MiniCluster in place.
+
+The Indexed Job's parallelism and completions change together (elastic Indexed Jobs: Kubernetes 1.27+,
+GA in 1.31): the pods that stay and the Flux instance are untouched, and Kubernetes adds or removes
+the highest indexes. Rank 0 prepares the instance first (resize.sh, run through the exec
+API), so that the instance never loses a rank it is using:
+
+- shrink: the ranks that go are drained, and the work on them finishes or is cancelled (shrinkPolicy);
+  then the scale ConfigMap (the size brokers read at start) and the Job change, and the pods go;
+- grow: the ranks that come back are undrained; the ConfigMap changes before the Job, so that the new
+  brokers read the new size; the new pods must be scheduled within scheduleTimeout and ready within
+  jobTimeout, or the grow is rolled back, and a failed `pulumi up` leaves the cluster as it was.
+
+The same wait serves a new Job (its first `pulumi up`): an elastic Job is not awaited by
+pulumi-kubernetes (see builders.manifests.job_await_annotations), so this waits for its pods.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from flux_minicluster.builders.files import scale_files
+from flux_minicluster.builders.names import BROKER_CONTAINER
+from flux_minicluster.cluster import kube
+from flux_minicluster.cluster.waiting import Clock, Wait
+from flux_minicluster.config import lifecycle, paths
+
+FIELD_MANAGER = "minicluster-scale"
+"""Owns the Job's parallelism and completions (Pulumi ignores them on an elastic Job) and the scale data."""
+
+NO_RANK0 = "rank 0 is not running, so no work runs on the instance: nothing to drain or undrain"
+
+
+class ResizeFailed(RuntimeError):
+    """The resize did not happen, or not completely: the message says what state the cluster is in."""
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The size wanted, and what the resize needs to know to get there."""
+
+    namespace: str
+    job: str
+    scale_config: str
+    selector: dict[str, str]
+    size: int
+    min_size: int | None
+    max_size: int
+    shrink_policy: str
+    shrink_timeout: int
+    job_timeout: int
+    schedule_timeout: int
+
+
+def live_size(api_client: Any, namespace: str, job: str) -> int:
+    from kubernetes import client
+
+    found = client.BatchV1Api(api_client).read_namespaced_job(job, namespace, _request_timeout=kube.REQUEST_TIMEOUT)
+    return _size(found)
+
+
+def _size(job: Any) -> int:
+    size = kube.job_size(job)
+    assert size is not None, "an Indexed Job always has completions"
+    return size
+
+
+def resize(api_client: Any, want: Scale, clock: Clock | None = None) -> list[str]:
+    """Bring the Job to `want.size`, and wait until its brokers are ready. Returns what happened, line by line."""
+    from kubernetes import client
+
+    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+    job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
+    if finished := kube.job_finished(job):
+        _write_scale(core, want, want.size)
+        return [f"the Job has {finished}: there is no running cluster to resize"]
+    current = _size(job)
+    if want.size == current:
+        _write_scale(core, want, want.size)
+        return [_await(core, batch, want, current, Wait(want.job_timeout, clock))]
+    said = _prepare(core, want, current)
+    try:
+        _write_scale(core, want, want.size)
+        _patch_job(batch, want, want.size)
+    except Exception as error:
+        _undo(core, want, current, said)
+        found = kube.problem(error)
+        hint = "; resizing a Job in place needs Kubernetes 1.27 or newer" if found.kind == "rejected" else ""
+        raise ResizeFailed(
+            f"the new size could not be set ({found.status or found.kind}: {found.detail}){hint}. The cluster "
+            f"stays at {current} brokers"
+        ) from None
+    try:
+        said.append(_await(core, batch, want, current, Wait(want.job_timeout, clock)))
+    except ResizeFailed as failure:
+        if want.size <= current:
+            raise
+        _write_scale(core, want, current)
+        _patch_job(batch, want, current)
+        raise ResizeFailed(
+            f"{failure}. The grow was rolled back: the cluster stays at {current} brokers "
+            f"(rank {_ranks(current, want.size - 1)} not added)"
+        ) from None
+    return said
+
+
+def _ranks(first: int, last: int) -> str:
+    return str(first) if first == last else f"{first}-{last}"
+
+
+def _undo(core: Any, want: Scale, current: int, prepared: list[str]) -> None:
+    """Best effort, after a refused resize: the old size back in the ConfigMap, and the ranks a shrink
+    drained undrained (rank 0 grows back to the current size)."""
+    with contextlib.suppress(Exception):
+        _write_scale(core, want, current)
+        if want.size < current and prepared != [NO_RANK0]:
+            _prepare(core, dataclasses.replace(want, size=current), want.size)
+
+
+def _prepare(core: Any, want: Scale, current: int) -> list[str]:
+    """Rank 0 drains (shrink) or undrains (grow) the ranks concerned; its lines say what it did."""
+    rank0 = _running_rank0(core, want)
+    if rank0 is None:
+        return [NO_RANK0]
+    command = ["/bin/bash", paths.RESIZE, str(current), str(want.size), want.shrink_policy, str(want.shrink_timeout)]
+    _, stderr, code = kube.run_in_pod(
+        core, want.namespace, rank0, BROKER_CONTAINER, command, timeout=want.shrink_timeout + 60.0
+    )
+    lines = [line.removeprefix(f"{lifecycle.LOG_PREFIX}[rank 0]: ") for line in stderr.splitlines() if line.strip()]
+    if code == 0:
+        return lines
+    last = lines[-1] if lines else "(no output)"
+    if code == lifecycle.CALLED_OFF:
+        raise ResizeFailed(
+            f"{last}. Nothing changed: the cluster stays at {current} brokers. Run `pulumi up` again to wait "
+            "more, or set minicluster:shrinkPolicy to cancel"
+        )
+    status = "the connection ended before its exit status" if code is None else f"status {code}"
+    raise ResizeFailed(f"rank 0 could not prepare the resize ({status}): {last}. The size is unchanged")
+
+
+def _running_rank0(core: Any, want: Scale) -> str | None:
+    for pod in _pods(core, want):
+        if (
+            kube.pod_rank(pod) == 0
+            and pod.status
+            and pod.status.phase == "Running"
+            and not pod.metadata.deletion_timestamp
+        ):
+            return str(pod.metadata.name)
+    return None
+
+
+def _write_scale(core: Any, want: Scale, size: int) -> None:
+    data: dict[str, str | None] = {"quorum": None, **scale_files(size, want.min_size, want.max_size)}  # None: removed
+    core.patch_namespaced_config_map(
+        want.scale_config, want.namespace, {"data": data}, field_manager=FIELD_MANAGER,
+        _request_timeout=kube.REQUEST_TIMEOUT,
+    )  # fmt: skip
+
+
+def _patch_job(batch: Any, want: Scale, size: int) -> None:
+    batch.patch_namespaced_job(
+        want.job, want.namespace, {"spec": {"parallelism": size, "completions": size}}, field_manager=FIELD_MANAGER,
+        _request_timeout=kube.REQUEST_TIMEOUT,
+    )  # fmt: skip
+
+
+def _await(core: Any, batch: Any, want: Scale, current: int, wait: Wait) -> str:
+    """Until every rank below the size has a ready pod and no pod above it is left."""
+    size = want.size
+    while True:
+        job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
+        if finished := kube.job_finished(job):
+            if finished.startswith("failed"):
+                raise ResizeFailed(f"the Job {finished}")
+            return f"the Job has {finished}"
+        pods = _pods(core, want)
+        ready = {kube.pod_rank(pod) for pod in pods if _ready(pod) and kube.pod_rank(pod) < size}
+        leaving = sorted({kube.pod_rank(pod) for pod in pods if kube.pod_rank(pod) >= size})
+        if len(ready) >= size and not leaving:
+            return f"all {size} brokers are ready"
+        new = [pod for pod in pods if current <= kube.pod_rank(pod) < size]
+        reason = next((why for pod in new if (why := kube.unschedulable(pod.status))), "")
+        if wait.held_for(bool(reason)) >= want.schedule_timeout:
+            raise ResizeFailed(
+                f"the new pods could not be scheduled for {want.schedule_timeout}s (minicluster:scheduleTimeout): "
+                f"{reason}"
+            )
+        if wait.over:
+            waits = f"; ranks {', '.join(map(str, leaving))} are still going" if leaving else ""
+            raise ResizeFailed(
+                f"after {want.job_timeout}s (minicluster:jobTimeout) {len(ready)} of {size} brokers are ready{waits}"
+            )
+        wait.pause()
+
+
+def _pods(core: Any, want: Scale) -> list[Any]:
+    selector = kube.label_selector(want.selector)
+    listed = core.list_namespaced_pod(want.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT)
+    return [pod for pod in listed.items if kube.pod_rank(pod) >= 0]
+
+
+def _ready(pod: Any) -> bool:
+    conditions = (pod.status.conditions if pod.status else None) or []
+    return not pod.metadata.deletion_timestamp and any(c.type == "Ready" and c.status == "True" for c in conditions)

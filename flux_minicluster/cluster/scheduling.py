@@ -1,0 +1,85 @@
+"""Failing fast when the Job's pods cannot be scheduled.
+
+pulumi-kubernetes awaits the Job itself: it shows the Job's progress and warning events while it
+waits, but it stops early only for a Job that Failed with BackoffLimitExceeded or DeadlineExceeded,
+and otherwise waits out jobTimeout. So the Job keeps that await, and this guard runs beside it: it
+follows the Job's pods, and if some cannot be scheduled (or not even created, e.g. over quota) for
+scheduleTimeout, it sets the Job's activeDeadlineSeconds (a mutable field) so that the Job fails with
+DeadlineExceeded and the provider's await ends at once. The guard then fails with the scheduler's
+last message. It is done as soon as every pod has a node, or the Job has finished. With a gang
+scheduler (scheduler.gang) it does the same: the gang's pods stay unscheduled together until all fit,
+and the message says so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flux_minicluster.cluster import kube
+from flux_minicluster.cluster.waiting import Clock, Wait
+
+STOP_NOW = {"spec": {"activeDeadlineSeconds": 1}}
+"""Already past for any Job that has started: the Job controller fails it with DeadlineExceeded."""
+
+
+class Unschedulable(RuntimeError):
+    """The Job's pods could not be scheduled; the Job has been stopped."""
+
+
+def guard(
+    api_client: Any,
+    namespace: str,
+    job: str,
+    selector: dict[str, str],
+    size: int,
+    schedule_timeout: float,
+    job_urn: str,
+    clock: Clock | None = None,
+    gang: str | None = None,
+) -> str:
+    """What became of the pods: every one scheduled, or the Job finished. Raises Unschedulable."""
+    from kubernetes import client
+
+    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+    timeout = kube.REQUEST_TIMEOUT
+    labels = kube.label_selector(selector)
+    appears = Wait(max(schedule_timeout, 60.0), clock)  # the Job is created alongside this guard
+    wait = Wait(float("inf"), clock)  # until every pod has a node, or the Job has finished
+    while True:
+        try:
+            found = batch.read_namespaced_job(job, namespace, _request_timeout=timeout)
+        except Exception as error:
+            if kube.problem(error).kind != "not-found" or appears.over:
+                raise
+            wait.pause()
+            continue
+        if kube.job_finished(found):
+            return f"the Job {namespace}/{job} finished"
+        pods = core.list_namespaced_pod(namespace, label_selector=labels, _request_timeout=timeout).items
+        if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
+            return f"all {size} pods of the Job {namespace}/{job} were scheduled"
+        reason = next((why for pod in pods if (why := kube.unschedulable(pod.status))), "")
+        if not reason and len(pods) < size:
+            reason = _not_created(core, namespace, job)
+        if wait.held_for(bool(reason)) >= schedule_timeout:
+            batch.patch_namespaced_job(job, namespace, STOP_NOW, _request_timeout=timeout)
+            held = (
+                f" (the {gang} gang scheduler places all {size} at once or none: the cluster has no room for the "
+                "whole gang)" if gang else ""
+            )  # fmt: skip
+            raise Unschedulable(
+                f"the Job's pods could not be scheduled for {schedule_timeout:g}s (minicluster:scheduleTimeout): "
+                f"{reason}{held}. The Job was stopped (activeDeadlineSeconds) so that `pulumi up` ends now rather "
+                f"than after jobTimeout. A fix in the stack config replaces the Job; after any other fix "
+                f"(room added to the cluster), run: pulumi up --target-replace '{job_urn}'"
+            )
+        wait.pause()
+
+
+def _not_created(core: Any, namespace: str, job: str) -> str:
+    """Why the Job controller could not create pods (e.g. a quota), from the Job's latest event."""
+    events = core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={job}", _request_timeout=kube.REQUEST_TIMEOUT
+    ).items
+    failed = [event for event in events or [] if event.reason == "FailedCreate"]
+    return f"FailedCreate: {failed[-1].message}" if failed else ""

@@ -1,0 +1,248 @@
+"""What a deployed MiniCluster is doing, from its Job, pods and events as the API server returns them:
+the one status model of the ops tool (flux_minicluster/ops). Pure: it reads objects, it asks for nothing.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from flux_minicluster.builders.names import BROKER_CONTAINER
+from flux_minicluster.cluster import kube
+from flux_minicluster.config.spec import MiniClusterSpec
+
+SUCCEEDED, FAILED = "succeeded", "failed"
+"""A Progress's outcome once there is nothing more to wait for."""
+
+
+@dataclass(frozen=True)
+class PodState:
+    label: str
+    """Running, Pending, ContainerCreating, CrashLoopBackOff, ImagePullBackOff, Succeeded, Failed, …"""
+    detail: str = ""
+    """The scheduler's or the kubelet's own words, or the exit code."""
+    has_log: bool = False
+    running: bool = False
+    finished: bool = False
+    restarting: bool = False
+    """Its broker exited and waits to be started again: the log worth reading is the last run's."""
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.detail})" if self.detail else self.label
+
+
+def pod_state(pod: Any) -> PodState:
+    status = pod.status
+    if status.phase in ("Succeeded", "Failed"):
+        code = _exit_code(pod)
+        detail = f"exit {code}" if code is not None else (status.reason or "")
+        return PodState(status.phase, detail, has_log=pod.spec.node_name is not None, finished=True)
+    if pod.metadata.deletion_timestamp is not None:
+        return PodState("Terminating", has_log=True)
+    if not pod.spec.node_name:
+        return PodState("Pending", kube.not_scheduled(pod.status) or "waiting for the scheduler")
+    broker = _broker_status(pod)
+    if broker is None or broker.state is None:
+        return PodState("PodInitializing", _init_waiting(pod))
+    if broker.state.running is not None:
+        return PodState("Running", has_log=True, running=True)
+    waiting = broker.state.waiting
+    if waiting is not None:
+        restarted = broker.restart_count > 0
+        detail = waiting.message or (f"restarted {broker.restart_count} times" if restarted else "")
+        return PodState(waiting.reason or "Waiting", detail, has_log=restarted, restarting=restarted)
+    return PodState(status.phase or "Unknown", has_log=True)
+
+
+def _broker_status(pod: Any) -> Any:
+    return next((s for s in pod.status.container_statuses or [] if s.name == BROKER_CONTAINER), None)
+
+
+def _exit_code(pod: Any) -> int | None:
+    return kube.exit_code(_broker_status(pod))
+
+
+def _init_waiting(pod: Any) -> str:
+    for status in pod.status.init_container_statuses or []:
+        waiting = status.state.waiting if status.state else None
+        if waiting is not None:
+            return f"{status.name}: {waiting.reason}" + (f": {waiting.message}" if waiting.message else "")
+    return ""
+
+
+def age(timestamp: datetime | None, now: datetime) -> str:
+    if timestamp is None:
+        return "-"
+    seconds = max(0, int((now - timestamp).total_seconds()))  # a skewed clock is no reason for "-5s"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def restarts(pod: Any) -> int:
+    return sum(status.restart_count for status in (pod.status.container_statuses or []))
+
+
+def pod_rows(pods: Sequence[Any], now: datetime) -> list[tuple[str, ...]]:
+    return [
+        (str(kube.pod_rank(pod)), pod.metadata.name, str(pod_state(pod)), pod.spec.node_name or "-", str(restarts(pod)),
+         age(pod.metadata.creation_timestamp, now))
+        for pod in pods
+    ]  # fmt: skip
+
+
+def job_state(job: Any) -> str:
+    condition = kube.job_condition(job, ("Complete", "Failed", "Suspended"))
+    if condition is None:
+        return "Running"
+    return f"{condition.type} ({condition.reason})" if condition.reason else str(condition.type)
+
+
+def waiting_reasons(pods: Sequence[Any]) -> list[str]:
+    """Why pods that should run do not, one line per rank."""
+    return [f"rank {kube.pod_rank(pod)}: {pod_state(pod)}" for pod in pods if not _settled(pod_state(pod))]
+
+
+def _settled(state: PodState) -> bool:
+    return state.running or state.finished
+
+
+def replacements(job_name: str, pods: Sequence[Any], events: Sequence[Any]) -> dict[int, list[str]]:
+    """Ranks whose pod was replaced, with why each earlier pod went: what the pod still says (a
+    DisruptionTarget condition, an exit code), else its last event (the pod may be gone)."""
+    created = {
+        event.message.removeprefix("Created pod: "): _when(event)
+        for event in events
+        if event.reason == "SuccessfulCreate" and event.involved_object.name == job_name
+    } | {pod.metadata.name: pod.metadata.creation_timestamp for pod in pods}
+    by_rank: dict[int, list[str]] = {}
+    for name in sorted(created, key=lambda name: (created[name] or datetime.min.replace(tzinfo=UTC), name)):
+        index = name.removeprefix(f"{job_name}-").rsplit("-", 1)[0]
+        if index.isdigit():
+            by_rank.setdefault(int(index), []).append(name)
+    found = {pod.metadata.name: pod for pod in pods}
+    return {  # the newest pod of a rank is its current one; every earlier one was replaced
+        rank: [_why_gone(name, found.get(name), events) for name in names[:-1]]
+        for rank, names in by_rank.items()
+        if len(names) > 1
+    }
+
+
+def _when(event: Any) -> datetime | None:
+    when: datetime | None = event.first_timestamp or event.event_time or event.metadata.creation_timestamp
+    return when
+
+
+def _why_gone(name: str, pod: Any, events: Sequence[Any]) -> str:
+    for condition in (pod.status.conditions or []) if pod is not None else []:
+        if condition.type == "DisruptionTarget" and condition.status == "True":
+            return f"{condition.reason}: {condition.message}" if condition.message else str(condition.reason)
+    if pod is not None and pod_state(pod).finished:
+        return str(pod_state(pod))
+    said = [event for event in events if event.involved_object.name == name]
+    return f"{said[-1].reason}: {said[-1].message}" if said else "deleted"
+
+
+def live_size(job: Any, spec: MiniClusterSpec) -> int:
+    """The Job's own size: a resize changes it before the pods follow (the stack's size is the goal)."""
+    return kube.job_size(job) or spec.size
+
+
+def size_row(job: Any, spec: MiniClusterSpec) -> str:
+    size = live_size(job, spec)
+    line = f"{size} (minSize {spec.min_size or 1}, maxSize {spec.largest_size})"
+    if spec.size != size:
+        line += f"; the stack config says {spec.size}: a resize is under way, or run `pulumi up`"
+    return line
+
+
+def ranks_row(pods: Sequence[Any], size: int) -> str:
+    """Which ranks are in which state, as rank ranges: "Running 0-3; Pending 4-5; leaving 6"."""
+    by_state: dict[str, list[int]] = {}
+    for pod in pods:
+        rank = kube.pod_rank(pod)
+        state = "leaving" if rank >= size else pod_state(pod).label
+        by_state.setdefault(state, []).append(rank)
+    return "; ".join(f"{state} {_ranges(sorted(set(ranks)))}" for state, ranks in by_state.items()) or "none yet"
+
+
+def _ranges(ranks: list[int]) -> str:
+    runs: list[list[int]] = []
+    for rank in ranks:
+        if runs and rank == runs[-1][-1] + 1:
+            runs[-1].append(rank)
+        else:
+            runs.append([rank])
+    return ",".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
+
+
+def status_rows(
+    job: Any, pods: Sequence[Any], now: datetime, events: Sequence[Any], spec: MiniClusterSpec
+) -> list[tuple[str, str]]:
+    phases = Counter(pod.status.phase for pod in pods)
+    replaced = replacements(job.metadata.name, pods, events)
+    return [
+        ("job", f"{job.metadata.namespace}/{job.metadata.name}"),
+        ("state", job_state(job)),
+        ("size", size_row(job, spec)),
+        ("ranks", ranks_row(pods, live_size(job, spec))),
+        ("pods", ", ".join(f"{count} {phase}" for phase, count in sorted(phases.items())) or "none yet"),
+        *(("waiting", reason) for reason in waiting_reasons(pods)),
+        *(
+            ("replaced", f"rank {rank}: {len(whys)} time{'s' if len(whys) > 1 else ''} ({'; '.join(whys)})")
+            for rank, whys in sorted(replaced.items())
+        ),
+        ("completed indexes", job.status.completed_indexes or "none"),
+        ("failed indexes", job.status.failed_indexes or "none"),
+        ("age", age(job.metadata.creation_timestamp, now)),
+    ]
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a MiniCluster is on its way up and through its work."""
+
+    size: int
+    scheduled: int
+    running: int
+    stage: str
+    outcome: str | None  # "succeeded" or "failed" once there is nothing more to wait for
+    reason: str = ""
+
+    def line(self) -> str:
+        why = f" ({self.reason})" if self.reason else ""
+        return f"{self.stage}{why}"
+
+
+def progress(job: Any, pods: Sequence[Any], spec: MiniClusterSpec) -> Progress:
+    """Against the size the stack asks for: after `pulumi config set minicluster:size`, until the
+    resize has happened, the MiniCluster is on its way to that size."""
+    pods = [pod for pod in pods if kube.pod_rank(pod) < spec.size]
+    scheduled = sum(1 for pod in pods if pod.spec.node_name)
+    running = sum(1 for pod in pods if pod_state(pod).running)
+    reasons = waiting_reasons(pods)
+    reason = reasons[0] if reasons else ""
+    state = job_state(job)
+
+    def at(stage: str, outcome: str | None = None) -> Progress:
+        return Progress(spec.size, scheduled, running, stage, outcome, "" if outcome is not None else reason)
+
+    if state.startswith("Complete"):
+        return at("the job completed", SUCCEEDED)
+    if state.startswith("Failed"):
+        return at(f"the job failed: {state}", FAILED)
+    if not pods:
+        return at("waiting for the Job's pods")
+    if scheduled < spec.size:
+        return at("scheduling pods")
+    if running < spec.size:
+        return at("starting brokers")
+    if live_size(job, spec) != spec.size:
+        return at(f"resizing from {live_size(job, spec)} to {spec.size} brokers")
+    if spec.persistent:
+        return at("every broker is up; the instance stays up", SUCCEEDED)
+    return at("Flux is up; the command is running")

@@ -1,0 +1,172 @@
+"""The rules across config keys: each returns structured problems (the key, and a message that names
+every key it involves), checked by the loader once every key is valid on its own. Pure."""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+from flux_minicluster.config.rules import DNS_LABEL_MAX, DNS_NAME_MAX
+from flux_minicluster.config.spec import RESERVED_CONTAINERS, MiniClusterSpec
+
+
+class Problem(NamedTuple):
+    key: str
+    """The config key at fault, as users write it (stateVolume.hostPath)."""
+    message: str
+    """The whole line, naming its keys (minicluster:...)."""
+
+
+def problems(spec: MiniClusterSpec) -> list[Problem]:
+    return [problem for rule in RULES for problem in rule(spec)]
+
+
+def _sizes(spec: MiniClusterSpec) -> Iterator[Problem]:
+    if spec.max_size is not None and spec.max_size < spec.size:
+        yield Problem(
+            "size",
+            f"minicluster:size ({spec.size}) is above minicluster:maxSize ({spec.max_size}), the most hosts the "
+            f"instance has: raise minicluster:maxSize to at least {spec.size} too (that changes the hostlist, so "
+            "the Job and its Flux instance are replaced)",
+        )
+    if spec.min_size is not None and spec.min_size > spec.size:
+        yield Problem(
+            "size",
+            f"minicluster:size ({spec.size}) is below minicluster:minSize ({spec.min_size}): lower "
+            "minicluster:minSize to shrink further (the cluster is not replaced for that)",
+        )
+
+
+def _elastic_only(spec: MiniClusterSpec) -> Iterator[Problem]:
+    """A one-shot command runs once at one size: a new size is a new run (a new Job), not a resize."""
+    if not spec.elastic and spec.max_size is not None and spec.max_size != spec.size:
+        yield Problem(
+            "maxSize",
+            f"minicluster:maxSize ({spec.max_size}) is for elastic clusters (no command, or mode interactive or "
+            f"launcher), and mode {spec.mode!r} with a command runs once: a new size starts a new run. "
+            "Unset minicluster:maxSize",
+        )
+
+
+def _names(spec: MiniClusterSpec) -> Iterator[Problem]:
+    last_host = spec.host(spec.largest_size - 1)
+    pod_fqdn = f"{last_host}.{spec.service}.{spec.namespace}.svc.{spec.cluster_domain}"
+    if len(last_host) > DNS_LABEL_MAX:
+        yield Problem(
+            "name",
+            f"minicluster:name: the last pod hostname {last_host!r} is {len(last_host)} characters; "
+            f"hostnames are DNS labels of at most {DNS_LABEL_MAX} (shorten the name or maxSize)",
+        )
+    if len(pod_fqdn) > DNS_NAME_MAX:
+        yield Problem(
+            "name", f"minicluster:name: the pod DNS name {pod_fqdn!r} is longer than {DNS_NAME_MAX} characters"
+        )
+    if spec.restful_api.enabled and len(spec.api_service) > DNS_LABEL_MAX:
+        yield Problem(
+            "name", f"minicluster:name: the API Service name {spec.api_service!r} is over {DNS_LABEL_MAX} characters"
+        )
+
+
+def _modes(spec: MiniClusterSpec) -> Iterator[Problem]:
+    if spec.mode in ("launcher", "batch") and spec.command is None:
+        yield Problem("mode", f"minicluster:mode {spec.mode!r} needs minicluster:command")
+    if spec.batch_output is not None and spec.mode != "batch":
+        yield Problem("batchOutput", f"minicluster:batchOutput is for mode 'batch', not {spec.mode!r}")
+    if spec.restful_api.enabled and spec.command is not None:
+        yield Problem(
+            "restfulApi",
+            "minicluster:restfulApi runs as rank 0's program in a persistent cluster: "
+            "unset minicluster:command or disable the API",
+        )
+
+
+def _certificate(spec: MiniClusterSpec) -> Iterator[Problem]:
+    if spec.curve_certificate is not None and spec.keygen == "local":
+        yield Problem(
+            "keygen", "minicluster:curveCertificate is set, so minicluster:keygen 'local' has nothing to do; unset one"
+        )
+
+
+def _containers(spec: MiniClusterSpec) -> Iterator[Problem]:
+    names = [sidecar.name for sidecar in spec.containers]
+    for name in sorted({name for name in names if names.count(name) > 1}):
+        yield Problem("containers", f"minicluster:containers: two containers are named {name!r}")
+    for name in names:
+        if name in RESERVED_CONTAINERS:
+            yield Problem(
+                "containers", f"minicluster:containers: {name!r} is the name of a container the MiniCluster adds itself"
+            )
+    for index, sidecar in enumerate(spec.containers):
+        for volume in sidecar.volumes:
+            if volume not in spec.volumes:
+                key = f"containers[{index}].volumes"
+                yield Problem(key, f"minicluster:{key}: {volume!r} is not one of minicluster:volumes")
+
+
+def _ports_and_paths(spec: MiniClusterSpec) -> Iterator[Problem]:
+    api = spec.restful_api
+    if api.enabled and api.port == spec.port:
+        yield Problem(
+            "restfulApi.port", f"minicluster:restfulApi.port {api.port} is the Flux overlay port (minicluster:port)"
+        )
+    if spec.flux_view.enabled and spec.flux_view.path in {volume.path for volume in spec.volumes.values()}:
+        yield Problem("fluxView.path", f"minicluster:fluxView.path {spec.flux_view.path} is also a volume's path")
+
+
+def _overlay(spec: MiniClusterSpec) -> Iterator[Problem]:
+    """A brokerConfig with its own [tbon] table is used as written: the keys that would go there clash."""
+    if spec.broker_config is None or "tbon" not in tomllib.loads(spec.broker_config):
+        return
+    for field, key in (("connect_timeout", "connectTimeout"), ("topology", "topology")):
+        if field in spec.model_fields_set:
+            yield Problem(
+                key,
+                f"minicluster:{key} goes into broker.toml's [tbon] table, and minicluster:brokerConfig has its own: "
+                "set it there, or remove the [tbon] table",
+            )
+
+
+def _state_volume(spec: MiniClusterSpec) -> Iterator[Problem]:
+    volume = spec.state_volume
+    if volume is None:
+        return
+    if not spec.persistent:
+        yield Problem(
+            "stateVolume",
+            "minicluster:stateVolume keeps a persistent instance's queue for a replaced rank 0; with "
+            f"minicluster:command in mode {spec.mode!r}, a replaced rank 0 runs the command again and has "
+            "nothing to keep: unset one of them",
+        )
+        return
+    one_node = spec.largest_size == 1 or "kubernetes.io/hostname" in spec.pod.node_selector
+    pin = "pin every pod to one node (minicluster:pod.nodeSelector kubernetes.io/hostname)"
+    if volume.host_path is not None and not one_node:
+        yield Problem(
+            "stateVolume.hostPath",
+            "minicluster:stateVolume.hostPath is a different directory on each node, and a rank 0 replaced "
+            f"on another node would not find its state: use claimName, or {pin}",
+        )
+    elif volume.access_mode == "ReadWriteOnce" and not one_node:
+        yield Problem(
+            "stateVolume.accessMode",
+            "minicluster:stateVolume: a ReadWriteOnce claim mounts on one node only and every pod mounts it, "
+            f"while the pods spread over nodes: use a ReadWriteMany claim, or {pin}",
+        )
+    elif one_node and spec.pod.one_pod_per_node and spec.largest_size > 1:
+        yield Problem(
+            "stateVolume",
+            "minicluster:stateVolume pins the pods to one node, and minicluster:pod.onePodPerNode spreads them",
+        )
+
+
+def _production(spec: MiniClusterSpec) -> Iterator[Problem]:
+    from flux_minicluster.config import production  # its rules yield this module's Problem
+
+    return production.problems(spec)
+
+
+RULES: tuple[Callable[[MiniClusterSpec], Iterator[Problem]], ...] = (
+    _sizes, _elastic_only, _names, _modes, _certificate, _containers, _ports_and_paths, _overlay, _state_volume,
+    _production,
+)  # fmt: skip

@@ -1,0 +1,42 @@
+"""How a broker pod's life goes where it is not the user's to configure: the numbers and file names the
+entrypoint requires (as MC_* variables, never defaulted in bash) and the readiness probe's timing.
+Defined once here; the builders hand them over (flux_minicluster.builders.files, pod_template)."""
+
+STATE_LOCK_WAIT = 300
+"""Seconds a replaced rank 0 waits for its predecessor's broker to let go of the saved instance. The
+kubelet kills a stopping broker after the pod's grace period (30 s by default), and an NFSv4 server
+frees a dead client's lock after its lease (90 s by default): both come well within this."""
+RESTORE_TRIES = 3
+"""Starts from the saved state, each failing within RESTORE_GRACE, before it is moved aside: one
+failed start is not enough to throw an instance's queue and history away."""
+RESTORE_GRACE = 60
+"""Seconds within which a broker that exits non-zero counts as not having started from the saved
+state. A broker that ran longer failed for another reason, and its state is kept."""
+RESTORE_PAUSE = 5
+"""Seconds between those starts."""
+QUEUE_RESUME_WAIT = 300
+"""Seconds a replaced rank 0 tries to start scheduling again (which its predecessor stopped when it
+handed over) while its broker comes up."""
+STOPPED_QUEUES_FILE = "minicluster-stopped-queues"
+"""In rank 0's statedir: the queues a hand-over stopped, one per line (an empty line: the default
+queue), for the replacement to start again. A queue a user stopped is never in it."""
+HAND_OVER_NOTE = "minicluster: rank 0's pod is stopping"
+"""The reason on the queues a hand-over stops, and the note on the jobs it cancels."""
+
+READY_PERIOD = 2
+"""Seconds between two runs of the readiness probe. Until the broker is up each run asks Flux
+(`flux uptime`); after that, only whether that broker still runs (bash and kill -0, a few ms)."""
+READY_TIMEOUT = 10
+"""Seconds one probe may take (`flux uptime` connects to the local broker)."""
+
+LOG_PREFIX = "minicluster"
+"""Every line the scripts log starts `<LOG_PREFIX>[rank N]: `."""
+CALLED_OFF = 3
+"""resize.sh's exit status when work still runs on the ranks that would go: the shrink is called off."""
+
+POD_GRACE = 30
+"""Seconds Kubernetes gives a stopping pod (its default terminationGracePeriodSeconds, which the broker
+pods keep): how long an elastic Job's pods may take to go once Pulumi deleted it."""
+DELETION_MARGIN = 60
+"""Seconds beyond POD_GRACE that `pulumi destroy` (or a replacement of the Job) waits for an elastic
+Job and its pods to be gone, for the Job controller and the kubelets to catch up."""

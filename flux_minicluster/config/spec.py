@@ -1,0 +1,303 @@
+"""The validated MiniCluster configuration: one pydantic model for the whole stack config.
+
+Pure: no Pulumi, no Kubernetes client. Each field's type carries its own rule (config/types.py); the
+rules across fields are in config/consistency.py, and reading stack config into this model, with the
+error messages, in config/loader.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from flux_minicluster.config import paths, rules
+from flux_minicluster.config.flux_extras import FluxView, RestfulApi
+from flux_minicluster.config.gang import Scheduler
+from flux_minicluster.config.settings import ContainerSettings, Hooks, Logging, Pod, Sidecar
+from flux_minicluster.config.types import (
+    AbsolutePath,
+    Arguments,
+    BrokerAttributes,
+    BrokerToml,
+    ClusterDomain,
+    CurveCertificate,
+    Dns1035Label,
+    Dns1123Label,
+    Executable,
+    ExtendedResourceName,
+    FluxDuration,
+    Image,
+    Labels,
+    NetworkInterface,
+    Port,
+    Seconds,
+    ShellLine,
+    ShellWords,
+    TbonTopology,
+)
+from flux_minicluster.config.volumes import StateVolume, Volume
+
+MAX_INDEXED_COMPLETIONS = 100_000
+BROKER_CONTAINER = "flux-broker"
+RESERVED_CONTAINERS = {BROKER_CONTAINER, paths.FLUX_VIEW, paths.RESTFUL_API}
+RESERVED_VOLUMES = set(paths.OWN_VOLUMES)
+
+DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
+RESTRICTED_ID = 1000
+"""The user and group of a restricted pod (securityProfile) where pod.runAsUser and runAsGroup are unset."""
+
+Mode = Literal["submit", "launcher", "batch", "interactive"]
+Keygen = Literal["pod", "local"]
+SuccessPolicy = Literal["all", "rank0"]
+QueuePolicy = Literal["fcfs", "easy", "hybrid", "conservative"]
+
+
+class MiniClusterSpec(ContainerSettings):
+    """The whole stack config. The Flux container's own settings (workingDir, environment, resources, ...)
+    are top-level keys, inherited from ContainerSettings. Field docstrings feed the README's reference."""
+
+    name: Dns1035Label
+    """MiniCluster name (DNS-1035 label); pods are `<name>-<rank>`. Default: the stack name."""
+    namespace: Dns1123Label = "default"
+    """Kubernetes namespace for every object (must exist)."""
+    image: Image
+    """Container image with Flux installed, used by every broker pod (and by the keygen pod)."""
+    command: ShellLine | None = None
+    """Command rank 0 runs in the instance, split like a shell line, or a YAML list of its words.
+    Absent: a persistent cluster."""
+    size: int = Field(1, ge=1, le=MAX_INDEXED_COMPLETIONS)
+    """Number of pods, each running one Flux broker. On an elastic cluster (no command, interactive,
+    launcher, the RESTful API) a change between minSize and maxSize resizes the running instance."""
+    max_size: int | None = Field(None, ge=1, le=MAX_INDEXED_COMPLETIONS)
+    """Largest size an elastic instance can grow to (hostlist length; changing it replaces the Job).
+    Default: size. Refused with a one-shot command (submit, batch), which runs once at its size."""
+    min_size: int | None = Field(None, ge=1, le=MAX_INDEXED_COMPLETIONS)
+    """Smallest size it can shrink to, and the brokers that must be online before rank 0 runs the command
+    (broker.quorum). Default: shrinking goes down to 1, and the quorum is the size."""
+    shrink_policy: Literal["wait", "cancel"] = "wait"
+    """When an elastic cluster shrinks, the ranks that go are drained first; wait: jobs running on them
+    may finish (up to shrinkTimeout, else `pulumi up` stops and nothing shrinks); cancel: they are
+    cancelled at once."""
+    shrink_timeout: Seconds = 600
+    """Seconds a shrink waits for the jobs on the ranks that go (shrinkPolicy wait), or for them to end
+    once cancelled."""
+    tasks: int = Field(1, ge=1)
+    """Tasks for `flux submit -n` (the command's process count)."""
+    gpus: int | None = Field(None, ge=0)
+    """GPUs per broker. Flux's resource set (R) then lists GPUs 0..gpus-1 on every node, the ones the
+    device plugin gave the pod, whatever hwloc sees in the container; the Flux container asks for them
+    (gpuResource in its limits). Default: the count the Flux container's resources.limits give for a
+    GPU resource (gpuResource, or a name ending in /gpu), else none."""
+    gpu_resource: ExtendedResourceName | None = None
+    """The device plugin's name for the GPUs: nvidia.com/gpu, amd.com/gpu, gpu.intel.com/i915, ...
+    Default: the name ending in /gpu in resources.limits, else nvidia.com/gpu."""
+    gpus_per_task: int | None = Field(None, ge=1)
+    """GPUs bound to each task of the command (`flux submit -g`); tasks times this must fit the
+    cluster's GPUs (gpus per broker times size)."""
+    mode: Mode = "submit"
+    """submit: `flux submit --watch` the command; launcher: the command is flux start's initial program;
+    batch: each command line is a `flux submit` inside one `flux batch`; interactive: like submit, then
+    the instance stays up."""
+    submit_flags: Arguments = Field(default_factory=list)
+    """Extra arguments for `flux submit` / `flux batch`, one list item per argument."""
+    batch_output: AbsolutePath | None = None
+    """batch mode: a file in the pod (put it on a volume to outlive the pod) that keeps a copy of the
+    jobs' output, which rank 0's log always shows."""
+    flux_path: Executable = "flux"
+    """The flux executable: a name on PATH or an absolute path."""
+    service_name: Dns1035Label | None = None
+    """Name of the headless Service (DNS-1035 label). Default: the MiniCluster name."""
+    network_interface: NetworkInterface = "eth0"
+    """Interface the brokers bind to (`*` for all)."""
+    cluster_domain: ClusterDomain = "cluster.local"
+    """The cluster's DNS domain, used in the brokers' connect URI."""
+    port: Port = 8050
+    """TCP port of the Flux overlay network."""
+    log_level: int = Field(6, ge=0, le=7)
+    """Broker stderr log level (0 emergencies only … 7 debug)."""
+    connect_timeout: FluxDuration = "5s"
+    """tbon.connect_timeout: how long one connect try to the parent broker may take."""
+    topology: TbonTopology | None = None
+    """tbon.topo: overlay tree shape, e.g. `kary:16` or `binomial`. Default: Flux's own."""
+    worker_retries: int = Field(10, ge=1, le=1000)
+    """How many times a worker broker is started before its pod fails."""
+    backoff_limit: int = Field(0, ge=0, le=1000)
+    """Job backoffLimit: pod failures tolerated before the Job fails (0: the first failure fails it)."""
+    success_policy: SuccessPolicy = "all"
+    """all: the Job succeeds when every pod exits 0 (workers do once rank 0 shuts down; any cluster);
+    rank0: successPolicy ends the Job as soon as rank 0 succeeds (Kubernetes >= 1.31)."""
+    job_timeout: Seconds = 3600
+    """Seconds `pulumi up` waits for the Job to complete (with a command) or its pods to run."""
+    keygen: Keygen = "pod"
+    """How the CURVE certificate is made: pod runs `flux keygen` in the cluster; local uses pyzmq."""
+    keygen_image: Image | None = None
+    """Image for the keygen pod. Default: image."""
+    keygen_timeout: Seconds = 300
+    """Seconds the keygen pod may take, image pull included."""
+    schedule_timeout: Seconds = 180
+    """Seconds a pod (the keygen pod, or the Job's) may stay unschedulable before `pulumi up` stops with
+    the scheduler's reason, instead of waiting out keygenTimeout or jobTimeout."""
+    certificate_rotation: int = Field(0, ge=0)
+    """Change this number to make a new keypair (the Job is then replaced)."""
+    curve_certificate: CurveCertificate | None = None
+    """Your own zcert certificate text (set with `pulumi config set --secret`): no keygen at all."""
+    hooks: Hooks = Field(default_factory=Hooks)
+    """Shell snippets run by the entrypoint: init, pre, post."""
+    logging: Logging = Field(default_factory=Logging)
+    """Entrypoint logging: quiet, strict, debug, timed."""
+    containers: list[Sidecar] = Field(default_factory=list)
+    """Containers that run alongside the Flux container in every pod: native sidecars, started first and
+    stopped when the Flux container exits."""
+    volumes: dict[str, Volume] = Field(default_factory=dict)
+    """Volumes by name (DNS-1123 label), mounted into the Flux container: PVCs, hostPath, ConfigMap,
+    Secret or emptyDir."""
+    pod: Pod = Field(default_factory=Pod)
+    """Pod settings: labels, annotations, scheduling, service account, restart and DNS policy."""
+    deadline_seconds: int | None = Field(None, ge=1)
+    """Job activeDeadlineSeconds: the whole Job fails after this long."""
+    job_labels: Labels = Field(default_factory=dict)
+    """Labels on the Job itself, e.g. kueue.x-k8s.io/queue-name for Kueue."""
+    suspend: bool = False
+    """Create the Job suspended (a queue such as Kueue resumes it; Pulumi then leaves spec.suspend alone)."""
+    queue_policy: QueuePolicy | None = None
+    """Fluxion's queue policy (sched-fluxion-qmanager queue-policy). Default: Flux's (fcfs)."""
+    broker_attributes: BrokerAttributes = Field(default_factory=dict)
+    """Extra broker attributes, each passed as -Skey=value."""
+    broker_config: BrokerToml | None = None
+    """A complete broker.toml used instead of the generated one (flux-operator-settings.md says what it must keep)."""
+    option_flags: ShellWords | None = None
+    """Flux option flags in one string, e.g. "-ompi=openmpi@5", or a YAML list of its words; added to
+    submit (and the RESTful API)."""
+    flux_view: FluxView = Field(default_factory=FluxView)
+    """Flux from an init container, for application images without Flux."""
+    restful_api: RestfulApi = Field(default_factory=RestfulApi)
+    """The Flux RESTful API server on rank 0 of a persistent cluster."""
+    admission: Literal["refuse", "warn", "off"] = "warn"
+    """Before anything is created, check that the pods fit the cluster as it is (nodes, their free room,
+    quotas): refuse stops `pulumi up` with what does not fit; warn says so and goes ahead (a cluster
+    autoscaler may add room); off skips the check. With Kueue (jobLabels queue name and suspend) Kueue
+    decides."""
+    scheduler: Scheduler | None = None
+    """Gang scheduling (scheduler.gang: coscheduling or volcano): every broker placed at once, or none, so
+    that two MiniClusters on a busy cluster never each hold part of their pods and wait for each other."""
+    security_profile: Literal["none", "restricted"] = "none"
+    """restricted: every pod the program creates satisfies Kubernetes' restricted Pod Security Standard
+    (non-root user, no privilege escalation, every capability dropped, the runtime's seccomp profile),
+    so it runs in namespaces that enforce it. hostPath volumes are refused then. none: the pods run as
+    the image says."""
+    state_volume: StateVolume | None = None
+    """A persistent cluster's state, kept by rank 0 on a volume: a replaced rank 0 (eviction, drain)
+    restarts the same instance, with its queue and job history."""
+    secret_keys: frozenset[str] = Field(default=frozenset(), exclude=True)
+    """Not a config key: which config keys the stack marks secret (`pulumi config set --secret`), as
+    load_spec found them. Their values reach the pods only through a Kubernetes Secret."""
+
+    @field_validator("volumes")
+    @classmethod
+    def _volume_names(cls, value: dict[str, Volume]) -> dict[str, Volume]:
+        for name in value:
+            rules.label(name, rules.DNS_1123_LABEL, f"a DNS-1123 label ({name!r})")
+            if name in RESERVED_VOLUMES:
+                raise ValueError(f"{name!r} is a volume name the MiniCluster uses itself")
+        mount_paths = [volume.path for volume in value.values()]
+        if len(set(mount_paths)) != len(mount_paths):
+            raise ValueError("two volumes share a mount path")
+        return value
+
+    # -- derived values (the one place each is computed) ------------------------------------------
+
+    def is_secret(self, key: str) -> bool:
+        """Whether the stack marks this config key (as users write it: `environment`) secret."""
+        return key in self.secret_keys
+
+    @property
+    def largest_size(self) -> int:
+        return self.max_size or self.size
+
+    @property
+    def service(self) -> str:
+        return self.service_name or self.name
+
+    @property
+    def api_service(self) -> str:
+        return f"{self.name}-api"
+
+    def host(self, rank: int) -> str:
+        return f"{self.name}-{rank}"
+
+    @property
+    def rank0_host(self) -> str:
+        return self.host(0)
+
+    @property
+    def quorum(self) -> int | None:
+        return quorum(self.size, self.min_size, self.largest_size)
+
+    @property
+    def persistent(self) -> bool:
+        """The instance outlives any command: pods run until `flux shutdown` or `pulumi destroy`."""
+        return self.command is None or self.mode == "interactive"
+
+    @property
+    def elastic(self) -> bool:
+        """Its size changes in place: the instance outlives the command, or the command is the launcher
+        that submits into it. One-shot commands (submit, batch) start a new run at a new size."""
+        return self.persistent or self.mode == "launcher"
+
+    @property
+    def gpu_resource_name(self) -> str:
+        if self.gpu_resource is not None:
+            return self.gpu_resource
+        return next(iter(gpu_names(self.resources.limits)), DEFAULT_GPU_RESOURCE)
+
+    @property
+    def broker_gpus(self) -> int:
+        """GPUs per broker: `gpus`, or what the Flux container's limits give for gpuResource."""
+        if self.gpus is not None:
+            return self.gpus
+        limit = self.resources.limits.get(self.gpu_resource_name)
+        return 0 if limit is None else int(rules.quantity(limit))
+
+    @property
+    def restricted(self) -> bool:
+        return self.security_profile == "restricted"
+
+    @property
+    def identity(self) -> dict[str, int]:
+        """runAsUser, runAsGroup and fsGroup of every pod: as set, or as securityProfile restricted implies."""
+        implied = RESTRICTED_ID if self.restricted else None
+        user = self.pod.run_as_user if self.pod.run_as_user is not None else implied
+        group = self.pod.run_as_group if self.pod.run_as_group is not None else implied
+        fs_group = self.pod.fs_group if self.pod.fs_group is not None else (group if self.restricted else None)
+        found = {"runAsUser": user, "runAsGroup": group, "fsGroup": fs_group}
+        return {key: value for key, value in found.items() if value is not None}
+
+    @property
+    def all_submit_flags(self) -> list[str]:
+        per_task = [f"-g{self.gpus_per_task}"] if self.gpus_per_task else []
+        return [*per_task, *self.submit_flags, *rules.shell_words(self.option_flags or "")]
+
+    @property
+    def command_args(self) -> list[str]:
+        return rules.shell_words(self.command) if self.command else []
+
+    @property
+    def command_lines(self) -> list[str]:
+        """For batch mode: one command per non-blank line."""
+        return [line.strip() for line in (self.command or "").splitlines() if line.strip()]
+
+
+def gpu_names(amounts: Mapping[str, object]) -> list[str]:
+    """The GPU resources among requests or limits: by Kubernetes device plugins' convention, the
+    extended resources named <vendor>/gpu."""
+    return sorted(name for name in amounts if rules.extended_resource(name) and name.endswith("/gpu"))
+
+
+def quorum(size: int, min_size: int | None, largest_size: int) -> int | None:
+    """broker.quorum at a given size, when it must differ from Flux's default of every rank in the
+    hostlist: minSize if set, else every broker of the current size."""
+    if min_size is not None:
+        return min_size
+    return size if largest_size > size else None

@@ -1,0 +1,154 @@
+"""Operate a deployed MiniCluster: its stack file says which one; the kubeconfig context says where.
+
+    minicluster list   --stack dev      # pods: rank, state (with the reason), node, restarts, age
+    minicluster status --stack dev      # Job state, pods per phase, why pods wait, replacements
+    minicluster logs   --stack dev [--rank I | --all] [--follow]
+    minicluster wait   --stack dev [--timeout S]   # live progress; exits with the Job's result
+    minicluster exec   --stack dev [--rank I] -- flux resource list
+
+Exit codes: 0 success; 1 the Job failed (wait), the command failed (exec) or this tool failed;
+2 a usage or config error (stack file, kubeconfig context); 3 the namespace, the MiniCluster or the
+rank is not there, or was deleted while the command ran; 4 wait timed out; 5 the pod is not running
+(not created, not scheduled, not started, restarting, or finished: exec); 6 the cluster cannot be
+reached, or its API server is failing; 7 access denied (RBAC).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from flux_minicluster.builders.manifests import LOCAL_URI
+from flux_minicluster.cluster import kube
+from flux_minicluster.cluster.deployed import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NOT_RUNNING,
+    EXIT_OK,
+    EXIT_TIMEOUT,
+    EXIT_USAGE,
+    Cluster,
+    Failure,
+    note,
+)
+from flux_minicluster.cluster.status import SUCCEEDED, pod_rows, pod_state, progress, status_rows
+from flux_minicluster.cluster.waiting import Clock, Wait
+from flux_minicluster.config import stack_file
+from flux_minicluster.config.loader import ConfigError
+from flux_minicluster.ops.logs import cmd_logs, cmd_logs_all
+
+__all__ = ["Cluster", "Console", "cmd_wait", "main"]
+
+
+def cmd_list(cluster: Cluster, console: Console) -> int:
+    cluster.job()
+    pods = cluster.pods()
+    table = Table("rank", "pod", "state", "node", "restarts", "age", title=f"MiniCluster {cluster.spec.name}")
+    for row in pod_rows(pods, datetime.now(UTC)):
+        table.add_row(*row)
+    console.print(table)
+    if not pods:
+        note("no broker pods yet: the Job exists, and Kubernetes has not created its pods")
+    return EXIT_OK
+
+
+def cmd_status(cluster: Cluster, console: Console) -> int:
+    job = cluster.job()
+    table = Table("", "", show_header=False, box=None, title=f"MiniCluster {cluster.spec.name}")
+    for key, value in status_rows(job, cluster.pods(), datetime.now(UTC), cluster.events(), cluster.spec):
+        table.add_row(key, value)
+    console.print(table)
+    return EXIT_OK
+
+
+def cmd_wait(cluster: Cluster, console: Console, timeout: float, clock: Clock | None = None) -> int:
+    spec, wait = cluster.spec, Wait(timeout, clock or Clock(poll=2.0))
+    with Live(console=console, transient=False, auto_refresh=False) as live:
+        while True:
+            state = progress(cluster.job(), cluster.pods(), spec)
+            live.update(
+                f"[bold]{spec.name}[/]: {state.line()} (scheduled {state.scheduled}/{state.size}, "
+                f"running {state.running}/{state.size})",
+                refresh=True,
+            )
+            if state.outcome is not None:
+                return EXIT_OK if state.outcome == SUCCEEDED else EXIT_FAILED
+            if wait.over:
+                raise Failure(EXIT_TIMEOUT, f"timed out after {timeout:g}s: {state.line()}")
+            wait.pause()
+
+
+def cmd_exec(cluster: Cluster, rank: int, command: list[str]) -> int:
+    pod = cluster.pod_of_rank(rank)
+    state = pod_state(pod)
+    if state.finished:
+        raise Failure(EXIT_NOT_RUNNING, f"rank {rank}'s pod has finished: {state}; nothing runs there to exec into")
+    if not state.running:
+        raise Failure(EXIT_NOT_RUNNING, f"rank {rank}'s broker is not running: {state}; see `status`")
+    stdout, stderr, code = cluster.exec(pod, ["env", f"FLUX_URI={LOCAL_URI}", *command])  # finds this broker
+    sys.stdout.write(stdout)
+    sys.stderr.write(stderr)
+    if code is None:
+        note("the connection ended before the command's exit status came: it may still run, or not have run")
+        return EXIT_FAILED
+    if code:
+        note(f"the command exited with status {code}")
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="command", required=True)
+    for name in ("list", "status", "logs", "wait", "exec"):
+        sub = commands.add_parser(name)
+        sub.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default dev)")
+        sub.add_argument("--context", help="kubeconfig context (default: the current one)")
+        if name in ("logs", "exec"):
+            sub.add_argument("--rank", type=int, default=0, help="which broker (default 0)")
+        if name == "logs":
+            sub.add_argument("--all", action="store_true", help="every rank, each line prefixed with its rank")
+            sub.add_argument("--follow", "-f", action="store_true")
+        if name == "wait":
+            sub.add_argument("--timeout", type=float, default=3600, help="seconds (default 3600)")
+        if name == "exec":
+            sub.add_argument("exec_command", nargs=argparse.REMAINDER, help="-- COMMAND [ARG...]")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace, cluster: Cluster, console: Console) -> int:
+    if args.command == "list":
+        return cmd_list(cluster, console)
+    if args.command == "status":
+        return cmd_status(cluster, console)
+    if args.command == "logs":
+        return cmd_logs_all(cluster, args.follow) if args.all else cmd_logs(cluster, args.rank, args.follow)
+    if args.command == "wait":
+        return cmd_wait(cluster, console, args.timeout)
+    words = args.exec_command[1:] if args.exec_command[:1] == ["--"] else args.exec_command  # the separator only
+    command = words or [cluster.spec.flux_path, "resource", "list"]
+    return cmd_exec(cluster, args.rank, command)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
+    # Off a terminal (a pipe, a file), a table keeps each row on one line.
+    console = Console() if sys.stdout.isatty() else Console(width=250)
+    try:
+        spec, _ = stack_file.load(stack_file.stack_path(args.stack))
+        cluster = Cluster(kube.api_client(args.context), spec)
+        return run(args, cluster, console)
+    except (ConfigError, kube.NoCluster) as error:
+        print(f"error: {error}", file=sys.stderr)  # plain print: one line, never wrapped
+        return EXIT_USAGE
+    except Failure as failure:
+        print(f"error: {failure}", file=sys.stderr)
+        return failure.exit_code
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED

@@ -1,0 +1,84 @@
+"""`minicluster logs`: one rank's broker log, or every rank's, merged as the brokers write them."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from flux_minicluster.cluster import kube
+from flux_minicluster.cluster.deployed import EXIT_NOT_RUNNING, EXIT_OK, Cluster, Failure, note
+from flux_minicluster.cluster.status import live_size, pod_state
+
+
+def cmd_logs(cluster: Cluster, rank: int, follow: bool) -> int:
+    pod = cluster.pod_of_rank(rank)
+    state = pod_state(pod)
+    if not state.has_log:
+        raise Failure(EXIT_NOT_RUNNING, f"rank {rank}'s pod {pod.metadata.name} has not started: {state}; see `status`")
+    if state.restarting:
+        note(f"rank {rank}'s broker is not running ({state}); the log of its last run:")
+    shown = 0
+    for line in cluster.log_lines(pod, follow=follow and not state.restarting, previous=state.restarting):
+        print(line, flush=follow)
+        shown += 1
+    if not shown:
+        note(f"rank {rank}'s log is empty so far")
+    if state.label == "Failed":
+        note(f"rank {rank}'s pod failed ({state.detail})")
+    return EXIT_OK
+
+
+def cmd_logs_all(cluster: Cluster, follow: bool) -> int:
+    """Every rank's log, each line prefixed with its rank; following, lines come as the brokers write them."""
+    size = live_size(cluster.job(), cluster.spec)
+    by_rank = {kube.pod_rank(pod): pod for pod in cluster.pods()}
+    readable = []
+    for rank in range(size):
+        pod = by_rank.get(rank)
+        state = pod_state(pod) if pod is not None else None
+        if state is None:
+            note(f"rank {rank}: no pod yet")
+        elif not state.has_log:
+            note(f"rank {rank}: not started: {state}")
+        else:
+            readable.append((rank, pod, state.restarting))
+    if not readable:
+        raise Failure(EXIT_NOT_RUNNING, "no rank's broker has started yet; see `status`")
+    lines = _merged if follow else _in_rank_order
+    for rank, line in lines(cluster, readable, follow):
+        print(f"[rank {rank}] {line}", flush=follow)
+    return EXIT_OK
+
+
+def _in_rank_order(cluster: Cluster, readable: list[tuple[int, Any, bool]], _follow: bool) -> Iterator[tuple[int, str]]:
+    for rank, pod, previous in readable:
+        for line in cluster.log_lines(pod, follow=False, previous=previous):
+            yield rank, line
+
+
+def _merged(cluster: Cluster, readable: list[tuple[int, Any, bool]], _follow: bool) -> Iterator[tuple[int, str]]:
+    """One reader thread per rank; lines are printed as they arrive, a failure ends them all."""
+    lines: queue.Queue[tuple[int, str] | Failure | None] = queue.Queue()
+
+    def read(rank: int, pod: Any, previous: bool) -> None:
+        try:
+            for line in cluster.log_lines(pod, follow=not previous, previous=previous):
+                lines.put((rank, line))
+        except Failure as failure:
+            lines.put(failure)
+        finally:
+            lines.put(None)
+
+    for reader in readable:
+        threading.Thread(target=read, args=reader, daemon=True).start()
+    open_streams = len(readable)
+    while open_streams:
+        item = lines.get()
+        if item is None:
+            open_streams -= 1
+        elif isinstance(item, Failure):
+            raise item
+        else:
+            yield item

@@ -1,0 +1,253 @@
+"""The MiniCluster component: wires the pure builders' objects into Pulumi resources.
+
+Graph: certificate -> Secret ─┐
+       broker ConfigMap ──────┤
+       entrypoint ConfigMap ──┤
+       PodGroup (a gang) ─────┼─> Indexed Job ──> Scale (elastic clusters: waits for the brokers, and
+       scale ConfigMap ───────┤   (names passed   resizes the running Job when `size` changes)
+       headless Service ──────┘   as Outputs)     and, beside the Job, the scheduling guard (stops
+                                                  it if its pods cannot be scheduled in time)
+
+On an elastic cluster, Pulumi ignores the Job's size fields and the scale ConfigMap's data after
+creating them: the Scale resource owns them, so a resize is an update of the Scale, never a new Job.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from flux_minicluster.builders import manifests
+from flux_minicluster.builders.names import INDEX_LABEL, labels
+from flux_minicluster.config import lifecycle
+from flux_minicluster.config.certificate import parse
+from flux_minicluster.config.spec import MiniClusterSpec
+from flux_minicluster.resources.deletion import JobDeletion, identity
+from flux_minicluster.resources.keygen import CurveCertificate, LocalCurveCertificate
+from flux_minicluster.resources.scale import Scale
+from flux_minicluster.resources.scheduling import SchedulingGuard, revision
+
+# Immutable Job fields that the provider would otherwise try to patch in place (and fail).
+JOB_IMMUTABLE_FIELDS = ["spec.completionMode", "spec.successPolicy", "spec.podFailurePolicy"]
+# An elastic Job's size, which pulumi-kubernetes would otherwise replace the Job for: the Scale owns it.
+JOB_SIZE_FIELDS = ["spec.parallelism", "spec.completions"]
+
+
+@dataclass(frozen=True)
+class MiniClusterArgs:
+    spec: MiniClusterSpec
+    """The validated stack config (see flux_minicluster.config.spec.MiniClusterSpec for every setting)."""
+    kube_context: str | None = None
+    """kubeconfig context for the keygen pod; pass the `kubernetes:context` setting so the keygen pod
+    and the Kubernetes provider talk to the same cluster. None: the kubeconfig's current context."""
+
+
+class MiniCluster(pulumi.ComponentResource):
+    """N pods, each running a Flux broker, joined into one Flux instance."""
+
+    def __init__(self, name: str, args: MiniClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__("minicluster:index:MiniCluster", name, None, opts)
+        spec = args.spec
+        cert = self._curve_certificate(name, args)
+        curve_secret = self._content(
+            k8s.core.v1.Secret, f"{name}-curve", manifests.curve_secret(spec, cert.certificate)
+        )
+        config_secret_name = self._config_secret(name, spec)
+        broker_config = self._content(k8s.core.v1.ConfigMap, f"{name}-broker-config", manifests.broker_config_map(spec))
+        entrypoint = self._content(k8s.core.v1.ConfigMap, f"{name}-entrypoint", manifests.entrypoint_config_map(spec))
+        scale_config = self._content(
+            k8s.core.v1.ConfigMap, f"{name}-scale", manifests.scale_config_map(spec),
+            ignore_changes=["data"] if spec.elastic else [],
+        )  # fmt: skip
+        service = self._named(k8s.core.v1.Service, f"{name}-service", manifests.headless_service(spec))
+        if spec.restful_api.enabled:
+            api = self._named(k8s.core.v1.Service, f"{name}-api", manifests.restful_api_service(spec))
+            self.api_service_name: pulumi.Output[str] | None = api.metadata.name
+        else:
+            self.api_service_name = None
+        pod_group_name = self._pod_group(name, spec)
+        job_manifest = manifests.job(
+            spec,
+            service_name=service.metadata.name,
+            curve_secret_name=curve_secret.metadata.name,
+            broker_config_name=broker_config.metadata.name,
+            entrypoint_name=entrypoint.metadata.name,
+            scale_config_name=scale_config.metadata.name,
+            config_secret_name=config_secret_name,
+            pod_group_name=pod_group_name,
+        )
+        # A queue (e.g. Kueue) resumes a suspended Job by setting spec.suspend: Pulumi must not undo that.
+        ignore = (["spec.suspend"] if spec.suspend else []) + (JOB_SIZE_FIELDS if spec.elastic else [])
+        deleted_first = [self._job_deletion(name, spec, job_manifest, args.kube_context)] if spec.elastic else []
+        job = self._named(
+            k8s.batch.v1.Job, f"{name}-job", job_manifest,
+            replace_on_changes=JOB_IMMUTABLE_FIELDS, ignore_changes=ignore, depends_on=deleted_first,
+        )  # fmt: skip
+        if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
+            self._scheduling_guard(name, spec, job_manifest, args.kube_context)
+        if spec.elastic:
+            self._scale(name, spec, job, scale_config.metadata.name, args.kube_context)
+
+        self.cluster_name = pulumi.Output.from_input(spec.name)
+        self.namespace = job.metadata.namespace
+        self.size = pulumi.Output.from_input(spec.size)
+        self.service_name = service.metadata.name
+        self.job_name = job.metadata.name
+        self.rank0_hostname = pulumi.Output.from_input(spec.rank0_host)
+        self.public_key = cert.publicKey
+        self.logs_command = pulumi.Output.concat(
+            "kubectl logs -f -n ", job.metadata.namespace, " -c ", manifests.BROKER_CONTAINER,
+            " -l job-name=", job.metadata.name, f",{INDEX_LABEL}=0",
+        )  # fmt: skip
+        self.register_outputs(
+            {
+                "name": self.cluster_name,
+                "namespace": self.namespace,
+                "size": self.size,
+                "serviceName": self.service_name,
+                "jobName": self.job_name,
+                "rank0Hostname": self.rank0_hostname,
+                "publicKey": self.public_key,
+                "logsCommand": self.logs_command,
+                "apiServiceName": self.api_service_name,
+            }
+        )
+
+    def _config_secret(self, name: str, spec: MiniClusterSpec) -> pulumi.Output[str] | None:
+        """The values of the stack's secret config keys, as secret Outputs: Pulumi encrypts them in its
+        state and hides them in previews. None when the stack marks nothing secret."""
+        manifest = manifests.config_secret(spec)
+        if manifest is None:
+            return None
+        secret_data = pulumi.Output.secret(manifest["stringData"])
+        secret = self._content(k8s.core.v1.Secret, f"{name}-config-secret", {**manifest, "stringData": secret_data})
+        name_output: pulumi.Output[str] = secret.metadata.name
+        return name_output
+
+    def _pod_group(self, name: str, spec: MiniClusterSpec) -> pulumi.Output[str] | None:
+        """The gang's PodGroup, before the Job: its scheduler holds every pod until all of them fit. A
+        resize updates its minMember in place (before the Scale grows or shrinks the Job)."""
+        manifest = manifests.pod_group(spec)
+        if manifest is None:
+            return None
+        group = k8s.apiextensions.CustomResource(
+            f"{name}-pod-group", api_version=manifest["apiVersion"], kind=manifest["kind"],
+            metadata=manifest["metadata"], spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
+        )  # fmt: skip
+        # Its name is known up front; taken through the resource, so that the Job follows it in the graph.
+        known: str = manifest["metadata"]["name"]
+        return group.id.apply(lambda _: known)
+
+    def _scheduling_guard(
+        self, name: str, spec: MiniClusterSpec, job_manifest: manifests.Manifest, kube_context: str | None
+    ) -> SchedulingGuard:
+        """Beside the Job, not after it: it must act while the provider still awaits the Job. It waits
+        for what the Job waits for (the Secret, ConfigMaps and Service), through the Job's revision."""
+        # The Job's URN as Pulumi forms it (parent, project, stack). From this component's URN alone: a
+        # dependency on the component itself would be a cycle, since the guard is one of its children.
+        own_urn: pulumi.Output[str] = pulumi.Output.from_input(self.urn.future())  # type: ignore[arg-type]
+        job_urn = pulumi.create_urn(f"{name}-job", "kubernetes:batch/v1:Job", parent=own_urn)
+        inputs = {
+            "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"), "size": spec.size,
+            "scheduleTimeout": spec.schedule_timeout, "jobUrn": job_urn, "revision": revision(job_manifest),
+            "kubeContext": kube_context, "gang": spec.scheduler.gang if spec.scheduler else None,
+        }  # fmt: skip
+        # It watches a new Job's first pods; growing an elastic Job is the Scale's to watch. (A replaced
+        # Job starts at the size Pulumi keeps for it, the one kept here too.)
+        ignore = ["size"] if spec.elastic else []
+        return SchedulingGuard(f"{name}-scheduling", inputs, pulumi.ResourceOptions(parent=self, ignore_changes=ignore))
+
+    def _job_deletion(
+        self, name: str, spec: MiniClusterSpec, job_manifest: manifests.Manifest, kube_context: str | None
+    ) -> JobDeletion:
+        """Before the elastic Job, so that it is deleted after it: its delete waits for the Job's pods."""
+        inputs = {
+            "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"),
+            "identity": identity(job_manifest), "timeout": lifecycle.POD_GRACE + lifecycle.DELETION_MARGIN,
+            "kubeContext": kube_context,
+        }  # fmt: skip
+        opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
+        return JobDeletion(f"{name}-job-deletion", inputs, opts)
+
+    def _scale(
+        self, name: str, spec: MiniClusterSpec, job: Any, scale_config: pulumi.Output[str], kube_context: str | None
+    ) -> Scale:
+        """After the Job (its uid is an input: a replaced Job is resized too). With a suspended Job it
+        waits for the queue to admit it, within jobTimeout."""
+        inputs = {
+            "namespace": spec.namespace, "job": job.metadata.name, "jobUid": job.metadata.uid,
+            "scaleConfig": scale_config, "selector": labels(spec, "broker"), "size": spec.size,
+            "minSize": spec.min_size, "maxSize": spec.largest_size, "shrinkPolicy": spec.shrink_policy,
+            "shrinkTimeout": spec.shrink_timeout, "jobTimeout": spec.job_timeout,
+            "scheduleTimeout": spec.schedule_timeout, "kubeContext": kube_context,
+        }  # fmt: skip
+        return Scale(f"{name}-size", inputs, pulumi.ResourceOptions(parent=self))
+
+    def _curve_certificate(self, name: str, args: MiniClusterArgs) -> _Certificate:
+        spec, opts = args.spec, pulumi.ResourceOptions(parent=self)
+        if spec.curve_certificate is not None:
+            return _ProvidedCertificate(spec)
+        if spec.keygen == "local":
+            return LocalCurveCertificate(f"{name}-curve-certificate", spec, opts)
+        return CurveCertificate(f"{name}-curve-certificate", spec, args.kube_context, opts)
+
+    def _named(self, kind: Any, resource_name: str, manifest: manifests.Manifest, **options: Any) -> Any:
+        """The Job and the Service keep their names: hostnames and DNS records derive from them. A
+        replacement must then delete first, or the create hits AlreadyExists."""
+        opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True, **options)
+        return kind(resource_name, **_fields(manifest), opts=opts)
+
+    def _content(self, kind: Any, resource_name: str, manifest: manifests.Manifest, **options: Any) -> Any:
+        """Secrets and ConfigMaps are auto-named (<resource name>-<suffix>): a content change replaces
+        the object under a new name, the new name flows into the Job's pod template, and so the Job is
+        replaced too, instead of running brokers with a stale config or keypair."""
+        metadata = {key: value for key, value in manifest["metadata"].items() if key != "name"}
+        return kind(
+            resource_name,
+            **_fields({**manifest, "metadata": metadata}),
+            opts=pulumi.ResourceOptions(parent=self, **options),
+        )
+
+
+def _fields(manifest: manifests.Manifest) -> dict[str, Any]:
+    return {_snake(key): value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
+
+
+class _Certificate(Protocol):
+    certificate: pulumi.Output[str]
+    publicKey: pulumi.Output[str]
+
+
+class _ProvidedCertificate:
+    """The user's own certificate (already validated by the spec): no resource at all."""
+
+    def __init__(self, spec: MiniClusterSpec) -> None:
+        assert spec.curve_certificate is not None
+        provided = parse(spec.curve_certificate.get_secret_value())
+        self.certificate: pulumi.Output[str] = pulumi.Output.secret(provided.text())
+        self.publicKey: pulumi.Output[str] = pulumi.Output.from_input(provided.public_key)
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+
+
+def stack_config() -> dict[str, Any]:
+    """Every config value of the running stack, as the engine hands it to the program."""
+    from pulumi.runtime import config
+
+    return {**config.get_config_env(), **config.CONFIG.get()}
+
+
+def stack_secret_keys() -> set[str]:
+    """The config keys the stack marks secret: the engine lists them in PULUMI_CONFIG_SECRET_KEYS (a
+    nested secret, set with --path, marks its whole top-level key), and set_all_config records them."""
+    from pulumi.runtime import config
+
+    listed = set(config.get_config_secret_keys_env())
+    return listed | {key for key in stack_config() if config.is_config_secret(key)}

@@ -1,0 +1,82 @@
+"""The scheduling guard as a dynamic resource: it runs beside the Job (not after it), so that a Job
+whose pods cannot be scheduled fails within scheduleTimeout (see flux_minicluster.cluster.scheduling).
+
+It runs again whenever the Job is new: its `revision` is a digest of the Job as declared, so a Job
+that is replaced gets a new guard, and any other `pulumi up` leaves it alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, ClassVar
+
+import pulumi
+from pulumi.dynamic import (
+    CreateResult,
+    ReadResult,
+    Resource,
+    UpdateResult,
+)
+from pydantic import Field
+
+from flux_minicluster.resources.wire import WireInputs, WireProvider, failing_as
+
+
+class GuardInputs(WireInputs):
+    """The guard's inputs, typed again on arrival from the engine (numbers come as doubles)."""
+
+    namespace: str
+    job: str
+    selector: dict[str, str]
+    size: int = Field(ge=1)
+    schedule_timeout: int = Field(alias="scheduleTimeout", ge=1)
+    job_urn: str = Field(alias="jobUrn")
+    revision: str
+    kube_context: str | None = Field(default=None, alias="kubeContext")
+    gang: str | None = None
+
+    REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job", "revision"})
+
+
+class SchedulingGuardProvider(WireProvider):
+    INPUTS = GuardInputs
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        from flux_minicluster.cluster import kube, scheduling
+
+        inputs = GuardInputs.from_wire(props)
+        with failing_as("following the Job's pods (the scheduling guard)", scheduling.Unschedulable):
+            outcome = scheduling.guard(
+                kube.api_client(inputs.kube_context), inputs.namespace, inputs.job, inputs.selector, inputs.size,
+                float(inputs.schedule_timeout), inputs.job_urn, gang=inputs.gang,
+            )  # fmt: skip
+        resource_id = f"{inputs.namespace}/{inputs.job}/{inputs.revision[:12]}"
+        return CreateResult(resource_id, {**inputs.to_wire(), "outcome": outcome})
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        """The same Job: nothing to watch again."""
+        return UpdateResult({**GuardInputs.from_wire(news).to_wire(), "outcome": olds.get("outcome")})
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_, props)
+
+
+def revision(job_manifest: Any) -> pulumi.Output[str]:
+    """A digest of the Job as declared (names of its ConfigMaps and Secret included, once known), less
+    its size: a resize of an elastic Job is not a new Job (one-shot Jobs get new pod templates)."""
+
+    def digest(manifest: dict[str, Any]) -> str:
+        spec = {key: value for key, value in manifest["spec"].items() if key not in ("parallelism", "completions")}
+        return hashlib.sha256(json.dumps({**manifest, "spec": spec}, sort_keys=True).encode()).hexdigest()
+
+    return pulumi.Output.from_input(job_manifest).apply(digest)
+
+
+class SchedulingGuard(Resource, module="minicluster", name="SchedulingGuard"):
+    """Stops the Job when its pods cannot be scheduled within scheduleTimeout."""
+
+    outcome: pulumi.Output[str]
+
+    def __init__(self, name: str, inputs: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
+        super().__init__(SchedulingGuardProvider(), name, {**inputs, "outcome": None}, opts)

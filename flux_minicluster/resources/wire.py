@@ -1,0 +1,100 @@
+"""What crosses the engine to a dynamic provider, made plain: every input travels as a protobuf
+Struct, so numbers arrive as doubles, `None` values are dropped, secrets may arrive wrapped and, in a
+preview, values may be unknown. The providers' input models type the numbers again; these helpers do
+the rest."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, ClassVar, Self
+
+from pulumi.dynamic import CheckFailure, CheckResult, DiffResult, ResourceProvider
+from pulumi.output import Unknown
+from pulumi.runtime import rpc
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+
+def plain(value: Any) -> Any:
+    """Secrets unwrapped, at any depth (the engine may wrap what the provider sees)."""
+    value = rpc.unwrap_rpc_secret(value)
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [plain(item) for item in value]
+    return value
+
+
+def differs(old: Any, new: Any) -> bool:
+    """Unknown (during a preview) counts as a change; 300 and 300.0 are the same number."""
+    return isinstance(new, Unknown) or plain(old) != plain(new)
+
+
+def known(props: dict[str, Any]) -> dict[str, Any]:
+    """The inputs whose values are known (all of them, outside a preview)."""
+    return {key: value for key, value in props.items() if not isinstance(value, Unknown)}
+
+
+class WireInputs(BaseModel):
+    """A dynamic resource's inputs, typed again on arrival from the engine (300.0 -> 300): the one
+    place where the providers check and compare what the engine sends them."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore")
+
+    REPLACE_ON: ClassVar[frozenset[str]] = frozenset()
+    """Inputs whose change means a new resource; any other change is an update."""
+    DELETE_BEFORE_REPLACE: ClassVar[bool] = False
+
+    @classmethod
+    def from_wire(cls, props: dict[str, Any]) -> Self:
+        return cls.model_validate(plain(props))
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+    @classmethod
+    def check_wire(cls, news: dict[str, Any]) -> CheckResult:
+        """Each known input that does not fit its type is a failure, named by its input key."""
+        given = known(news)
+        try:
+            cls.model_validate(plain(given))
+        except ValidationError as error:
+            failures = [CheckFailure(str(e["loc"][0]), e["msg"]) for e in error.errors() if e["loc"][0] in given]
+            return CheckResult(news, failures)
+        return CheckResult(news, [])
+
+    @classmethod
+    def diff_wire(cls, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        """Only the inputs are compared: `__provider` changes with any edit of the provider's code."""
+        keys = [field.alias or name for name, field in cls.model_fields.items()]
+        changed = [key for key in keys if differs(olds.get(key), news.get(key))]
+        replaces = [key for key in changed if key in cls.REPLACE_ON]
+        return DiffResult(
+            changes=bool(changed), replaces=replaces, delete_before_replace=cls.DELETE_BEFORE_REPLACE and bool(replaces)
+        )
+
+
+class WireProvider(ResourceProvider):
+    """A dynamic provider whose inputs are a WireInputs model: its check and diff are the model's."""
+
+    INPUTS: ClassVar[type[WireInputs]]
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        return self.INPUTS.check_wire(news)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        return self.INPUTS.diff_wire(olds, news)
+
+
+@contextmanager
+def failing_as(doing: str, *saying: type[Exception]) -> Iterator[None]:
+    """A failed request to the cluster becomes one line: what it was `doing`, and why it failed. The
+    `saying` errors carry their own message for the user already, and pass as they are."""
+    from flux_minicluster.cluster import kube
+
+    try:
+        yield
+    except saying:
+        raise
+    except Exception as error:
+        raise kube.failure(doing, error) from None
