@@ -77,6 +77,12 @@ class Cluster:
     limit_ranges: list[Json] = field(default_factory=list)
     jobs: dict[tuple[str, str], Json] = field(default_factory=dict)
     config_maps: dict[tuple[str, str], Json] = field(default_factory=dict)
+    crds: set[str] = field(default_factory=set)
+    """Installed custom resources, as group/version/plural (scheduling.volcano.sh/v1beta1/podgroups)."""
+    existing: set[tuple[str, str, str]] = field(default_factory=set)
+    """(resource, namespace, name) of objects that exist, for the create of any kind but pods and jobs."""
+    webhooks: list[Callable[[Json], str | None]] = field(default_factory=list)
+    """Validating admission webhooks: each says why it denies an object being created, or None."""
     job_controller: Callable[[Json], None] | None = None
     """Called (under `lock`) with a Job just patched: to make or remove its pods, as the Job controller does."""
     field_managers: list[tuple[str, str | None]] = field(default_factory=list)
@@ -104,8 +110,10 @@ class Cluster:
             for store in (self.pods, self.jobs, self.config_maps, self.logs, self.previous_logs):
                 store.clear()
             for items in (self.events, self.faults, self.requests, self.nodes, self.quotas, self.limit_ranges,
-                          self.field_managers):  # fmt: skip
+                          self.field_managers, self.webhooks):  # fmt: skip
                 items.clear()
+            self.crds.clear()
+            self.existing.clear()
             self.namespaces = {"default"}
             self.kubelet = self.exec_handler = self.on_request = self.job_controller = None
         return self
@@ -255,6 +263,13 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "get_job"),
     ("PATCH", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "patch_job"),
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)$", "get_config_map"),
+    ("POST", r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<resource>secrets|configmaps|services)$", "create_object"),
+    ("POST", r"^/apis/(?P<group>batch)/(?P<version>v1)/namespaces/(?P<ns>[^/]+)/(?P<resource>jobs)$", "create_object"),
+    (
+        "POST",
+        r"^/apis/(?P<group>[^/]+)/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<resource>[^/]+)$",
+        "create_object",
+    ),
     ("PATCH", r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)$", "patch_config_map"),
 ]
 
@@ -369,6 +384,30 @@ class _Handler(BaseHTTPRequestHandler):
             answer = json.dumps(stored).encode()
         threading.Thread(target=self.cluster._run_kubelet, args=(stored,), daemon=True).start()
         self._send(201, answer)
+
+    def create_object(self, ns: str, body: Json, resource: str, group: str = "", version: str = "v1") -> None:
+        """A create with dryRun=All of any kind but a pod, as the API server answers it: a built-in kind
+        must decode by its schema, the namespace and (for a custom resource) its CRD must exist, the name
+        must be free, then the webhooks judge it. (Semantic validation, 422, is not modelled: a test
+        arranges it as a fault.) Nothing is stored (a create that is not a dry run: 501)."""
+        custom = bool(group) and group != "batch"
+        name = body["metadata"]["name"]
+        qualified = f"{resource}.{group}" if group else resource
+        refusal = None if custom else decode_problem(body)
+        if refusal:
+            self._status(400, refusal)
+        elif ns not in self.cluster.namespaces:
+            self._status(404, f'namespaces "{ns}" not found')
+        elif custom and f"{group}/{version}/{resource}" not in self.cluster.crds:
+            self._status(404, "the server could not find the requested resource")
+        elif self.query.get("dryRun") != "All":
+            self._status(501, "the stand-in stores only pods and jobs")
+        elif (resource, ns, name) in self.cluster.existing:
+            self._status(409, f'{qualified} "{name}" already exists')
+        elif denied := next((said for webhook in self.cluster.webhooks if (said := webhook(body))), None):
+            self._status(403, f'admission webhook "policy.example.com" denied the request: {denied}')
+        else:
+            self._json(201, body)
 
     def _dry_run(self, ns: str, pod: Json) -> None:
         """Admission runs (tests/admission_plugins.py), and nothing is stored."""

@@ -129,6 +129,7 @@ def test_bad_gang_input_is_refused_naming_the_key(overrides: Json, expected: str
 
 def test_the_admission_check_says_that_the_gang_waits_for_room_for_all(kube_api: Cluster) -> None:
     kube_api.nodes = FOUR
+    kube_api.crds.add("scheduling.volcano.sh/v1beta1/podgroups")
     found = admission.check(
         spec_of(admission="refuse", size=40, scheduler={"gang": "volcano"}, resources={"requests": {"cpu": "2"}}), None
     )

@@ -35,11 +35,11 @@ def render(spec: MiniClusterSpec, show_secrets: bool = False) -> str:
         cert = certificate.generate(spec.rank0_host)
     objects = manifests.all_objects(spec, cert.text())
     if not show_secrets:
-        objects = [_without_secret_values(obj) for obj in objects]
+        objects = [without_secret_values(obj) for obj in objects]
     return yaml.dump_all(objects, Dumper=_ReadableDumper, sort_keys=False)
 
 
-def _without_secret_values(obj: manifests.Manifest) -> manifests.Manifest:
+def without_secret_values(obj: manifests.Manifest) -> manifests.Manifest:
     if obj["kind"] != "Secret":
         return obj
     return {**obj, "stringData": dict.fromkeys(obj["stringData"], HIDDEN)}

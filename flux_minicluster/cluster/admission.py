@@ -1,6 +1,8 @@
 """The admission check: does the MiniCluster fit the cluster as it is, before anything is created?
 
-It reads the cluster with the `kubernetes` client on the same context as the keygen provider (one
+First every object goes to the API server as a dry run (cluster/dry_run.py): what it refuses stops
+`pulumi up` whatever minicluster:admission says. Then it reads the cluster with the `kubernetes` client
+on the same context as the keygen provider (one
 paginated list of nodes, one of the pods that hold resources, the namespace's quotas, as raw JSON:
 decoding 100 000 pods into client models would take longer than the check), sends one broker pod
 through the namespace's real admission (LimitRanges, quotas, webhooks) as a server-side dry run,
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flux_minicluster.builders import names, pod_template
-from flux_minicluster.cluster import fit, kube
+from flux_minicluster.cluster import dry_run, fit, kube
 from flux_minicluster.config.spec import MiniClusterSpec
 
 PAGE = 500
@@ -41,19 +43,31 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
         )
     pod = broker_pod(spec)
     try:
-        snapshot = read(kube.api_client(kube_context), spec.namespace, pod)
+        api_client = kube.api_client(kube_context)
     except kube.NoCluster as error:
         return Verdict(warnings=[f"admission check skipped: {error}"])
+    warnings = []
+    try:
+        refused = dry_run.refusals(api_client, spec)
+    except dry_run.Skipped as skipped:
+        refused, warnings = [], [f"dry run skipped: {skipped}"]
+    if refused:
+        lines = "\n".join(f"  - {line}" for line in refused)
+        return Verdict(
+            refused=f"the API server refuses MiniCluster {spec.name!r} (a dry run):\n{lines}\nNothing was created."
+        )
+    try:
+        snapshot = read(api_client, spec.namespace, pod)
     except Exception as error:
         said = kube.describe(
             kube.problem(error), doing="reading the cluster's room", namespace=spec.namespace,
             needs="list on nodes, pods and resourcequotas, and create on pods (a dry run)",
             context="the kubernetes:context setting",
         )  # fmt: skip
-        return Verdict(warnings=[f"admission check skipped: {said}"])
+        return Verdict(warnings=[*warnings, f"admission check skipped: {said}"])
     problems = fit.problems(shape(spec, pod), snapshot)
     if not problems:
-        return Verdict()
+        return Verdict(warnings=warnings)
     text = f"MiniCluster {spec.name!r} does not fit the cluster as it is:\n" + "\n".join(f"  - {p}" for p in problems)
     if spec.scheduler is not None:  # the gang scheduler decides where, but it needs this room all at once
         text += (
@@ -63,7 +77,7 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
     if spec.admission == "refuse":
         return Verdict(refused=f"{text}\nNothing was created (minicluster:admission is refuse).")
     return Verdict(
-        warnings=[f"{text}\nGoing ahead (minicluster:admission is warn): a cluster autoscaler may add room."]
+        warnings=[*warnings, f"{text}\nGoing ahead (minicluster:admission is warn): a cluster autoscaler may add room."]
     )
 
 

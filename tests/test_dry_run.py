@@ -1,0 +1,110 @@
+"""Every object through a server-side dry run before anything is created (issue 22): the real client
+against the API stand-in, which validates built-in kinds by their schema, knows which CRDs exist, runs
+webhooks, and stores nothing (it answers 501 to a create that is not a dry run)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flux_minicluster.cluster import admission
+from flux_minicluster.config.loader import load_spec
+from tests.conftest import config
+from tests.harness import deploy_rejected
+from tests.kube_api import Cluster
+from tests.test_admission import FOUR
+
+Json = dict[str, Any]
+
+
+def verdict(secret_keys: tuple[str, ...] = (), **overrides: Any) -> admission.Verdict:
+    raw = {f"minicluster:{k}": v for k, v in config(**overrides).items()}
+    return admission.check(load_spec(raw, "dev", [f"minicluster:{key}" for key in secret_keys]), None)
+
+
+def created(api: Cluster) -> list[tuple[str, Json]]:
+    return [
+        (path, body) for method, path, body in api.requests if method == "POST" and body and not path.endswith("/pods")
+    ]
+
+
+def test_every_object_is_judged_by_the_api_server_and_none_is_stored(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    found = verdict()
+    assert (found.refused, found.warnings) == (None, [])
+    kinds = sorted((body["kind"], path.rsplit("/", 1)[1]) for path, body in created(kube_api))
+    assert kinds == [("ConfigMap", "configmaps")] * 3 + [
+        ("Job", "jobs"),
+        ("Secret", "secrets"),
+        ("Service", "services"),
+    ]
+
+
+def test_secret_values_are_never_sent(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    assert verdict(secret_keys=("environment",), environment={"TOKEN": "s3cret-value"}).refused is None
+    sent = [body for path, body in created(kube_api) if body["kind"] == "Secret"]
+    assert len(sent) == 2 and "s3cret-value" not in str(sent) and "secret-key" not in str(sent)
+
+
+def test_objects_that_exist_already_are_pulumis_to_update(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.existing |= {("services", "default", "dev"), ("jobs", "default", "dev")}
+    assert verdict() == admission.Verdict()
+
+
+def test_a_webhook_that_denies_an_object_stops_pulumi_up_before_anything_is_created(kube_api: Cluster) -> None:
+    kube_api.webhooks.append(lambda obj: "jobs need the label team" if obj["kind"] == "Job" else None)
+    message, deployment = deploy_rejected(config(admission="warn"))
+    assert message == (
+        "the API server refuses MiniCluster 'dev' (a dry run):\n"
+        "  - the Job 'dev': admission webhook \"policy.example.com\" denied the request: jobs need the label team\n"
+        "Nothing was created."
+    )
+    assert deployment.resources == []
+
+
+def test_what_the_api_server_finds_invalid_is_refused_in_its_words(kube_api: Cluster) -> None:
+    invalid = 'Service "dev" is invalid: spec.ports[0].port: Invalid value: 8050: provided port is already allocated'
+    kube_api.fail("POST", "/services$", 422, invalid)
+    assert (
+        verdict().refused
+        == f"the API server refuses MiniCluster 'dev' (a dry run):\n  - the Service 'dev': {invalid}\nNothing was created."
+    )
+
+
+def test_a_gang_whose_podgroup_kind_is_not_installed_is_refused(kube_api: Cluster) -> None:
+    found = verdict(scheduler={"gang": "volcano"})
+    assert found.refused is not None
+    assert (
+        "the cluster has no PodGroup of scheduling.volcano.sh/v1beta1 (its CRD is not installed): install volcano, or unset minicluster:scheduler"
+        in found.refused
+    )
+
+
+def test_a_gang_whose_podgroup_kind_is_installed_goes_ahead(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.crds.add("scheduling.x-k8s.io/v1alpha1/podgroups")
+    assert verdict(scheduler={"gang": "coscheduling"}) == admission.Verdict()
+    assert ("/apis/scheduling.x-k8s.io/v1alpha1/namespaces/default/podgroups", "PodGroup") in [
+        (path, body["kind"]) for path, body in created(kube_api)
+    ]
+
+
+def test_a_namespace_that_does_not_exist_is_refused(kube_api: Cluster) -> None:
+    found = verdict(namespace="hpc")
+    assert found.refused is not None
+    assert "  - namespace 'hpc' does not exist: create it, or set minicluster:namespace" in found.refused
+
+
+def test_without_the_right_to_dry_run_it_says_so_and_goes_on_to_the_room(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.fail(
+        "POST", "/secrets$", 403, 'secrets is forbidden: User "dev" cannot create resource "secrets" in API group ""'
+    )
+    found = verdict()
+    assert found.refused is None
+    (warning,) = found.warnings
+    assert warning.startswith(
+        'dry run skipped: access denied (403: secrets is forbidden: User "dev" cannot create resource'
+    )
+    assert any(path.endswith("/pods") for _, path, _ in kube_api.requests)  # the room was still judged
