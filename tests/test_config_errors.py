@@ -137,6 +137,12 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("affinity-term-without-topology-key", {"pod": {"affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [{"labelSelector": {"matchLabels": {"app": "db"}}}]}}}}, "minicluster:pod.affinity: podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].topologyKey: required, and not set"),
     ("affinity-weight-over-100", {"pod": {"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 200, "podAffinityTerm": {"topologyKey": "zone"}}]}}}}, "minicluster:pod.affinity: podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight: Input should be less than or equal to 100"),
     ("affinity-misspelt", {"pod": {"affinity": {"nodeAfinity": {}}}}, "minicluster:pod.affinity: nodeAfinity: not a field Kubernetes has here"),
+    ("mount-path-as-kubernetes-spells-it", {"volumes": {"data": {"mountPath": "/data", "claimName": "c"}}}, "minicluster:volumes.data.mountPath: unknown config key; did you mean minicluster:volumes.data.path?"),
+    ("min-size-above-max-size", {"command": None, "size": 5, "minSize": 6, "maxSize": 4}, "minicluster:minSize (6) is above minicluster:maxSize (4): the size can never be between them"),
+    ("snake-case-inside-an-object", {"pod": {"node_selector": {"pool": "hpc"}}}, "minicluster:pod.node_selector: unknown config key; did you mean minicluster:pod.nodeSelector?"),
+    ("snake-case-inside-a-list", {"containers": [{"name": "s", "image": "busybox", "image_pull_policy": "Always"}]}, "minicluster:containers[0].image_pull_policy: unknown config key; did you mean minicluster:containers[0].imagePullPolicy?"),
+    ("security-context-wrong-type", {"securityContext": {"runAsUser": "root"}}, "minicluster:securityContext: Kubernetes refuses it: runAsUser: 'root' is not of type 'integer', 'null'"),
+    ("security-context-unknown-field", {"securityContext": {"privilegd": True}}, "minicluster:securityContext: Kubernetes refuses it: Additional properties are not allowed ('privilegd' was unexpected)"),
 ]  # fmt: skip
 
 

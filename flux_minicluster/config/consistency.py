@@ -30,7 +30,13 @@ def _sizes(spec: MiniClusterSpec) -> Iterator[Problem]:
             f"instance has: raise minicluster:maxSize to at least {spec.size} too (that changes the hostlist, so "
             "the Job and its Flux instance are replaced)",
         )
-    if spec.min_size is not None and spec.min_size > spec.size:
+    if spec.min_size is not None and spec.max_size is not None and spec.min_size > spec.max_size:
+        yield Problem(
+            "minSize",
+            f"minicluster:minSize ({spec.min_size}) is above minicluster:maxSize ({spec.max_size}): the size "
+            "can never be between them",
+        )
+    elif spec.min_size is not None and spec.min_size > spec.size:
         yield Problem(
             "size",
             f"minicluster:size ({spec.size}) is below minicluster:minSize ({spec.min_size}): lower "

@@ -13,7 +13,7 @@ import re
 import shlex
 import types
 import typing
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any
 
 from pydantic import BaseModel, SecretStr, ValidationError
@@ -67,6 +67,7 @@ def load_spec(raw: Mapping[str, Any], stack: str, secret_keys: Collection[str] =
     problems = [_unknown_key(key, list(known)) for key in values if key not in known]
     problems += [_secret_not_kept(key) for key in sorted(secret) if key in known and key not in SECRETS_KEPT]
     decoded = {key: _decode(known[key], value) for key, value in values.items() if key in known}
+    problems += list(_python_spellings(MiniClusterSpec, decoded, []))
     decoded.setdefault("name", stack)
     try:
         spec = MiniClusterSpec.model_validate({**decoded, "secret_keys": secret})
@@ -77,6 +78,31 @@ def load_spec(raw: Mapping[str, Any], stack: str, secret_keys: Collection[str] =
     if problems:
         raise ConfigError(problems)
     return spec
+
+
+def _python_spellings(model: type[BaseModel], value: Any, path: list[Any]) -> Iterator[str]:
+    """Keys spelt as the code's field names (node_selector), which the models would take too: the
+    config, like the reference, spells them camelCase (nodeSelector)."""
+    if not isinstance(value, dict):
+        return
+    keys = config_keys(model)
+    for key, item in value.items():
+        field = model.model_fields.get(key)
+        if field is not None and field.alias and field.alias != key:
+            alias = _key_path([*path, field.alias])
+            yield f"{NAMESPACE}:{_key_path([*path, key])}: unknown config key; did you mean {NAMESPACE}:{alias}?"
+        name = keys.get(key) or (key if field is not None else None)
+        nested, reached_by = nested_model(model.model_fields[name].annotation) if name else (None, "")
+        if nested is None:
+            continue
+        if reached_by == "":
+            yield from _python_spellings(nested, item, [*path, key])
+        elif reached_by == "[]" and isinstance(item, list):
+            for index, entry in enumerate(item):
+                yield from _python_spellings(nested, entry, [*path, key, index])
+        elif isinstance(item, dict):
+            for entry_key, entry in item.items():
+                yield from _python_spellings(nested, entry, [*path, key, entry_key])
 
 
 def _secret_not_kept(key: str) -> str:
@@ -94,6 +120,8 @@ def _unknown_key(key: str, known: list[str]) -> str:
     return f"minicluster:{key}: unknown config key{hint}"
 
 
+KUBERNETES_SPELLINGS = {"mountPath": "path", "persistentVolumeClaim": "claimName"}
+"""Keys as a Kubernetes manifest spells them, and the config key that says the same here."""
 WORDS_AS_LIST = ("command", "option_flags")
 """Text fields that may also be written as a YAML list of words (`command: [lmp, -in, in.reaxc.hns]`)."""
 
@@ -192,7 +220,8 @@ def _nested_unknown_key(loc: list[Any]) -> str:
         if nested is None:
             break
         model, skip_next = nested, reached_by != ""
-    near = difflib.get_close_matches(str(loc[-1]), list(config_keys(model)), n=1, cutoff=0.6)
+    keys, spelt = list(config_keys(model)), KUBERNETES_SPELLINGS.get(str(loc[-1]))
+    near = [spelt] if spelt in keys else difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.6)
     hint = f"; did you mean {NAMESPACE}:{_key_path([*loc[:-1], near[0]])}?" if near else ""
     return f"{NAMESPACE}:{_key_path(loc)}: unknown config key{hint}"
 

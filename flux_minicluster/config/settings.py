@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from flux_minicluster.config import affinity, rules
+from flux_minicluster.config import affinity, kube_schema, rules
 from flux_minicluster.config.types import Dns1123Label, Image
 
 ImagePullPolicy = Literal["Always", "IfNotPresent", "Never"]
@@ -122,9 +122,15 @@ class ContainerSettings(Model):
     image_pull_policy: ImagePullPolicy | None = None
     """Always, IfNotPresent or Never. Default: Kubernetes' (Always for :latest, else IfNotPresent)."""
     security_context: dict[str, Any] | None = None
-    """A Kubernetes container securityContext, as is (e.g. {privileged: true} for some fabrics)."""
+    """A Kubernetes container securityContext, as Kubernetes spells it (e.g. {privileged: true} for some
+    fabrics), checked against Kubernetes' schema of it."""
     lifecycle: Lifecycle = Field(default_factory=Lifecycle)
     """postStart and preStop shell commands."""
+
+    @field_validator("security_context")
+    @classmethod
+    def _security_context(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if value is None else kube_schema.as_kubernetes_has_it("io.k8s.api.core.v1.SecurityContext", value)
 
     @field_validator("working_dir")
     @classmethod
