@@ -45,8 +45,6 @@ RESERVED_CONTAINERS = {BROKER_CONTAINER, paths.FLUX_VIEW, paths.RESTFUL_API}
 RESERVED_VOLUMES = set(paths.OWN_VOLUMES)
 
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
-RESTRICTED_ID = 1000
-"""The user and group of a restricted pod (securityProfile) where pod.runAsUser and runAsGroup are unset."""
 
 Mode = Literal["submit", "launcher", "batch", "interactive"]
 Keygen = Literal["pod", "local"]
@@ -263,16 +261,6 @@ class MiniClusterSpec(ContainerSettings):
     @property
     def restricted(self) -> bool:
         return self.security_profile == "restricted"
-
-    @property
-    def identity(self) -> dict[str, int]:
-        """runAsUser, runAsGroup and fsGroup of every pod: as set, or as securityProfile restricted implies."""
-        implied = RESTRICTED_ID if self.restricted else None
-        user = self.pod.run_as_user if self.pod.run_as_user is not None else implied
-        group = self.pod.run_as_group if self.pod.run_as_group is not None else implied
-        fs_group = self.pod.fs_group if self.pod.fs_group is not None else (group if self.restricted else None)
-        found = {"runAsUser": user, "runAsGroup": group, "fsGroup": fs_group}
-        return {key: value for key, value in found.items() if value is not None}
 
     @property
     def all_submit_flags(self) -> list[str]:
