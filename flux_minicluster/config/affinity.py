@@ -5,9 +5,9 @@ Pure pydantic; `problem` says what is wrong in the user's words, with the path i
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from flux_minicluster.config import rules
@@ -29,25 +29,28 @@ def _values_fit(operator: str, values: list[str] | None) -> None:
         raise ValueError(f"operator {operator} needs one value, a whole number")
 
 
+def _label_key(value: str) -> str:
+    if not rules.QUALIFIED_NAME.match(value):
+        raise ValueError(f"{value!r} is not a label key (like kubernetes.io/hostname)")
+    return value
+
+
+LabelKey = Annotated[str, AfterValidator(_label_key)]
+
+
 class _Requirement(_Kubernetes):
-    key: str
+    key: LabelKey
+    operator: str
     values: list[str] | None = None
 
-    @field_validator("key")
-    @classmethod
-    def _key(cls, value: str) -> str:
-        if not rules.QUALIFIED_NAME.match(value):
-            raise ValueError(f"{value!r} is not a label key (like kubernetes.io/hostname)")
-        return value
+    @model_validator(mode="after")
+    def _fits(self) -> _Requirement:
+        _values_fit(self.operator, self.values)
+        return self
 
 
 class NodeSelectorRequirement(_Requirement):
     operator: NodeOperator
-
-    @model_validator(mode="after")
-    def _fits(self) -> NodeSelectorRequirement:
-        _values_fit(self.operator, self.values)
-        return self
 
 
 class NodeFieldRequirement(_Kubernetes):
@@ -78,11 +81,6 @@ class NodeAffinity(_Kubernetes):
 class LabelSelectorRequirement(_Requirement):
     operator: LabelOperator
 
-    @model_validator(mode="after")
-    def _fits(self) -> LabelSelectorRequirement:
-        _values_fit(self.operator, self.values)
-        return self
-
 
 class LabelSelector(_Kubernetes):
     match_labels: dict[str, str] = Field(default_factory=dict)
@@ -95,19 +93,12 @@ class LabelSelector(_Kubernetes):
 
 
 class PodAffinityTerm(_Kubernetes):
-    topology_key: str = Field(min_length=1)
+    topology_key: LabelKey
     label_selector: LabelSelector | None = None
     namespace_selector: LabelSelector | None = None
     namespaces: list[str] = Field(default_factory=list)
     match_label_keys: list[str] = Field(default_factory=list)
     mismatch_label_keys: list[str] = Field(default_factory=list)
-
-    @field_validator("topology_key")
-    @classmethod
-    def _topology_key(cls, value: str) -> str:
-        if not rules.QUALIFIED_NAME.match(value):
-            raise ValueError(f"{value!r} is not a label key (like kubernetes.io/hostname)")
-        return value
 
 
 class WeightedPodAffinityTerm(_Kubernetes):
