@@ -117,6 +117,16 @@ EXAMPLES: dict[str, dict[str, Any]] = {
         fluxView={"enabled": True},
         restfulApi={"enabled": True, "secretName": "api-creds", "port": 5001},
     ),
+    "gpus": config(gpus=2, tasks=8, gpusPerTask=1, gpuResource="amd.com/gpu"),
+    "restricted": config(
+        command=None,
+        securityProfile="restricted",
+        fluxView={"enabled": True},
+        stateVolume={"claimName": "flux-state", "accessMode": "ReadWriteMany"},
+        pod={"runAsUser": 2000, "fsGroup": 3000},
+        securityContext={"capabilities": {"add": ["NET_BIND_SERVICE"]}, "readOnlyRootFilesystem": True},
+    ),
+    "gang": config(scheduler={"gang": "volcano", "queue": "hpc"}),
 }
 
 
@@ -125,8 +135,10 @@ def spec_of(raw: dict[str, Any]) -> MiniClusterSpec:
 
 
 def objects(spec: MiniClusterSpec) -> list[dict[str, Any]]:
+    """The built-in kinds (a gang's PodGroup is checked against its CRD's schema: test_gang.py)."""
     cert = certificate.generate(spec.rank0_host).text()
-    return [*manifests.all_objects(spec, cert), manifests.keygen_pod(spec)]
+    built_in = [obj for obj in manifests.all_objects(spec, cert) if obj["kind"] != "PodGroup"]
+    return [*built_in, manifests.keygen_pod(spec)]
 
 
 def test_the_supported_range_reaches_the_newest_schema_available() -> None:
