@@ -17,10 +17,12 @@ QUOTA_NAMES = {"cpu": "requests.cpu", "memory": "requests.memory", "pods": "pods
 
 def problems(shape: Shape, cluster: Snapshot) -> list[str]:
     if cluster.admitted is None:
-        return [
-            f"namespace {shape.namespace} refuses even one broker pod: {cluster.refusal} (minicluster:resources "
-            "sets the Flux container's requests and limits; each sidecar has its own)"
-        ]
+        fix = (
+            "minicluster:securityProfile restricted makes every pod satisfy the restricted profile"
+            if "violates PodSecurity" in cluster.refusal
+            else "minicluster:resources sets the Flux container's requests and limits; each sidecar has its own"
+        )
+        return [f"namespace {shape.namespace} refuses even one broker pod: {cluster.refusal} ({fix})"]
     per_pod = quota_use(*pod_resources(cluster.admitted["spec"]))
     own_use = total(quota_use(*pod_resources(pod["spec"])) for pod in cluster.pods if own(shape, pod))
     return [problem for quota in cluster.quotas for problem in _headroom(shape, quota, per_pod, own_use)]
