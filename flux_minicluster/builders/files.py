@@ -187,7 +187,7 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
 
 def gpu_ids(count: int) -> str | None:
     """The GPUs of one broker in R, as an idset: the device plugin exposes a pod's GPUs as 0..count-1."""
-    return None if count == 0 else ("0" if count == 1 else f"0-{count - 1}")
+    return rules.idset(range(count)) or None
 
 
 def _restful_api_settings(spec: MiniClusterSpec) -> dict[str, object | None]:

@@ -12,6 +12,7 @@ from typing import Any
 
 from flux_minicluster.builders.names import BROKER_CONTAINER
 from flux_minicluster.cluster import kube
+from flux_minicluster.config import rules
 from flux_minicluster.config.spec import MiniClusterSpec
 
 SUCCEEDED, FAILED = "succeeded", "failed"
@@ -167,17 +168,7 @@ def ranks_row(pods: Sequence[Any], size: int) -> str:
         rank = kube.pod_rank(pod)
         state = "leaving" if rank >= size else pod_state(pod).label
         by_state.setdefault(state, []).append(rank)
-    return "; ".join(f"{state} {_ranges(sorted(set(ranks)))}" for state, ranks in by_state.items()) or "none yet"
-
-
-def _ranges(ranks: list[int]) -> str:
-    runs: list[list[int]] = []
-    for rank in ranks:
-        if runs and rank == runs[-1][-1] + 1:
-            runs[-1].append(rank)
-        else:
-            runs.append([rank])
-    return ",".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
+    return "; ".join(f"{state} {rules.idset(sorted(set(ranks)))}" for state, ranks in by_state.items()) or "none yet"
 
 
 def status_rows(

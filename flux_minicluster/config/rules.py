@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from decimal import Decimal
 
 from kubernetes.utils import parse_quantity
@@ -113,6 +113,17 @@ def extended_resource_name(value: str) -> str:
     if not (RESOURCE_NAME.match(value) and extended_resource(value)) or value.startswith("requests."):
         raise ValueError("must be an extended resource name like nvidia.com/gpu or amd.com/gpu (domain/name)")
     return value
+
+
+def idset(ids: Iterable[int]) -> str:
+    """RFC 22 idset of sorted ids, as Flux writes them: runs of consecutive ids as ranges (0-3,7)."""
+    runs: list[list[int]] = []
+    for item in ids:
+        if runs and item == runs[-1][-1] + 1:
+            runs[-1].append(item)
+        else:
+            runs.append([item])
+    return ",".join(str(run[0]) if len(run) == 1 else f"{run[0]}-{run[-1]}" for run in runs)
 
 
 def env_names(names: list[str]) -> None:
