@@ -290,3 +290,18 @@ def test_without_the_view_no_paths_are_added(tmp_path: Path) -> None:
     (start,) = [call for call in Pods(tmp_path).run(1).calls if call["argv"][0] == "start"]
     assert "LD_LIBRARY_PATH" not in start["env"] or "/view/lib" not in start["env"]["LD_LIBRARY_PATH"]
     assert "/view/bin" not in start["env"]["PATH"]
+
+
+def test_the_views_software_is_put_back_where_its_links_point_unless_mounted_there(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, fluxView={"enabled": True})
+    view = tmp_path / "mnt-flux"
+    (view / "software" / "flux").mkdir(parents=True)
+    (view / "software" / "flux" / "lib.so").write_text("x")
+    target = tmp_path / "opt-software"
+    assert pods.run(1, MC_FLUX_VIEW=str(view), MC_VIEW_SOFTWARE=str(target)).status == 0
+    assert (target / "flux" / "lib.so").read_text() == "x"
+    mounted = pods.run(
+        1, MC_FLUX_VIEW=str(view), MC_VIEW_SOFTWARE=str(view / "software")
+    )  # as the restricted pod mounts it
+    assert mounted.status == 0 and "could not restore" not in mounted.stderr
+    assert pods.env["MC_VIEW_SOFTWARE"] == "/opt/software"

@@ -163,6 +163,7 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_DEBUG": spec.logging.debug,
         "MC_TIMED": spec.logging.timed,
         "MC_FLUX_VIEW": spec.flux_view.path if spec.flux_view.enabled else None,
+        "MC_VIEW_SOFTWARE": paths.VIEW_SOFTWARE if spec.flux_view.enabled else None,
         "MC_BATCH_SCRIPT": BATCH_SCRIPT,
         "MC_BATCH_OUTPUT": spec.batch_output,
         "MC_STATE_VOLUME": paths.STATE_VOLUME if spec.state_volume is not None else None,

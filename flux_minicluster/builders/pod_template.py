@@ -22,13 +22,14 @@ from flux_minicluster.config.volumes import StateVolume, Volume
 Manifest = dict[str, Any]
 FLUX_VIEW = paths.FLUX_VIEW
 # The flux-view images hold Flux as a spack view under /opt/views/._view/<hash>, linked into
-# /opt/software: copy both into the shared volume (the entrypoint puts them to use).
-VIEW_SOFTWARE = "/opt/software"
+# MC_VIEW_SOFTWARE: copy both into the shared volume (the entrypoint puts them to use).
 FLUX_VIEW_SCRIPT = r"""set -eu
 view=$(ls -d /opt/views/._view/* | head -n 1)
 mkdir -p "$MC_FLUX_VIEW/view"
 cp -R "$view"/. "$MC_FLUX_VIEW/view/"
-if [ -d /opt/software ]; then cp -R /opt/software "$MC_FLUX_VIEW/"; fi
+if [ -d "$MC_VIEW_SOFTWARE" ]; then
+  mkdir -p "$MC_FLUX_VIEW/software" && cp -R "$MC_VIEW_SOFTWARE/." "$MC_FLUX_VIEW/software/"
+fi
 """
 
 
@@ -156,7 +157,10 @@ def flux_view_init_container(spec: MiniClusterSpec) -> Manifest:
         "name": FLUX_VIEW,
         "image": spec.flux_view.image,
         "command": ["/bin/sh", "-c", FLUX_VIEW_SCRIPT],
-        "env": [{"name": "MC_FLUX_VIEW", "value": spec.flux_view.path}],
+        "env": [
+            {"name": "MC_FLUX_VIEW", "value": spec.flux_view.path},
+            {"name": "MC_VIEW_SOFTWARE", "value": paths.VIEW_SOFTWARE},
+        ],
         "volumeMounts": [{"name": FLUX_VIEW, "mountPath": spec.flux_view.path}],
     }
 
@@ -186,8 +190,8 @@ def _own_mounts(spec: MiniClusterSpec) -> list[Manifest]:
     ]
     if spec.flux_view.enabled:
         mounts.append({"name": FLUX_VIEW, "mountPath": spec.flux_view.path})
-    if spec.flux_view.enabled and spec.restricted:  # a user who may not write /opt/software gets the view's there
-        mounts.append({"name": FLUX_VIEW, "mountPath": VIEW_SOFTWARE, "subPath": "software", "readOnly": True})
+    if spec.flux_view.enabled and spec.restricted:  # a user who may not write there gets the view's software mounted
+        mounts.append({"name": FLUX_VIEW, "mountPath": paths.VIEW_SOFTWARE, "subPath": "software", "readOnly": True})
     if spec.restful_api.enabled:
         mounts.append(_restful_api_mount())
     if spec.state_volume is not None:

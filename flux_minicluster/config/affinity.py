@@ -1,7 +1,7 @@
 """A Kubernetes affinity (pod.affinity), checked as the API server checks it (ValidateAffinity in
 kubernetes' pkg/apis/core/validation): every level it requires, its operators and their values, label
 keys, topology keys and weights. The stack gives it as Kubernetes spells it; it is passed on as given.
-Pure pydantic; `problem` says what is wrong in the user's words, with the path inside the affinity."""
+Pure pydantic; `check` says what is wrong in the user's words, with the path inside the affinity."""
 
 from __future__ import annotations
 

@@ -21,6 +21,9 @@ STATE_VOLUME = "/var/lib/minicluster-state"
 """Where the state volume (minicluster:stateVolume) is mounted: rank 0's statedir is in it."""
 RESTFUL_API_DIR = "/var/lib/minicluster-api"
 """The RESTful API's code and libraries, put there by its init container, run from there by rank 0."""
+VIEW_SOFTWARE = "/opt/software"
+"""Where the flux view's files link to (the flux-view images are spack views): its init container
+copies it alongside the view, and the Flux container gets it back there."""
 RESERVED = (PREFIX, STATE_DIR, STATE_VOLUME, RESTFUL_API_DIR)
 
 ENTRYPOINT_SCRIPT = "entrypoint.sh"

@@ -50,14 +50,14 @@ task_layout() {
   fi
 }
 
-# The flux view's files link into /opt/software, which its init container could only copy alongside.
+# The flux view's files link into MC_VIEW_SOFTWARE, which its init container could only copy alongside.
 # (Under securityProfile restricted the pod mounts them there itself: nothing to copy.)
 restore_view_software() {
-  local software=$MC_FLUX_VIEW/software
+  local software=$MC_FLUX_VIEW/software target=${MC_VIEW_SOFTWARE?}
   [[ -n $MC_FLUX_VIEW && -d $software ]] || return 0
-  if [[ /opt/software -ef $software ]]; then return 0; fi
-  if ! { mkdir -p /opt/software && cp -R "$software/." /opt/software/; }; then
-    log "could not restore /opt/software from the flux view (not root?); view programs may fail"
+  if [[ $target -ef $software ]]; then return 0; fi
+  if ! { mkdir -p "$target" && cp -R "$software/." "$target/"; }; then
+    log "could not restore $target from the flux view (not root?); view programs may fail"
   fi
 }
 
