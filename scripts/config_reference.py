@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Generate the configuration reference (docs/configuration.md) from the config model, so the two cannot drift.
 
-python scripts/config_reference.py           # print the table
-python scripts/config_reference.py --write   # replace the table in docs/configuration.md
+venv/bin/python scripts/config_reference.py           # print the table
+venv/bin/python scripts/config_reference.py --write   # replace the table in docs/configuration.md
 """
 
 from __future__ import annotations

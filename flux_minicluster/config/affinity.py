@@ -123,7 +123,7 @@ def check(value: dict[str, Any]) -> dict[str, Any]:
         Affinity.model_validate(value)
     except ValidationError as error:
         first = error.errors()[0]
-        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]).lstrip(".")
+        where = rules.key_path(first["loc"])
         said = {"missing": "required, and not set", "extra_forbidden": "not a field Kubernetes has here"}.get(
             first["type"], first["msg"].removeprefix("Value error, ")
         )

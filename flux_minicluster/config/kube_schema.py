@@ -10,6 +10,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from flux_minicluster.config import rules
+
 FLOOR = "1.29.0"
 """The oldest Kubernetes the project supports: what it accepts, every supported version accepts."""
 DEFINITIONS = "https://kubernetes.io/api/_definitions.json"
@@ -63,7 +65,7 @@ def problem(check: Any, value: Any) -> str | None:
     error = jsonschema.exceptions.best_match(check.iter_errors(value))
     if error is None:
         return None
-    path = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in error.absolute_path).lstrip(".")
+    path = rules.key_path(error.absolute_path)
     return f"{path}: {error.message}" if path else error.message
 
 

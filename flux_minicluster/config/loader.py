@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, SecretStr, ValidationError
 
-from flux_minicluster.config import consistency
+from flux_minicluster.config import consistency, rules
 from flux_minicluster.config.spec import MiniClusterSpec
 from flux_minicluster.config.types import WEEK
 
@@ -89,8 +89,7 @@ def _python_spellings(model: type[BaseModel], value: Any, path: list[Any]) -> It
     for key, item in value.items():
         field = model.model_fields.get(key)
         if field is not None and field.alias and field.alias != key:
-            alias = _key_path([*path, field.alias])
-            yield f"{NAMESPACE}:{_key_path([*path, key])}: unknown config key; did you mean {NAMESPACE}:{alias}?"
+            yield _unknown(rules.key_path([*path, key]), rules.key_path([*path, field.alias]))
         name = keys.get(key) or (key if field is not None else None)
         nested, reached_by = nested_model(model.model_fields[name].annotation) if name else (None, "")
         if nested is None:
@@ -116,8 +115,13 @@ def _secret_not_kept(key: str) -> str:
 
 def _unknown_key(key: str, known: list[str]) -> str:
     near = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    hint = f"; did you mean minicluster:{near[0]}?" if near else ""
-    return f"minicluster:{key}: unknown config key{hint}"
+    return _unknown(key, near[0] if near else None)
+
+
+def _unknown(key: str, meant: str | None) -> str:
+    """The one wording of a key the config does not have (`key` and `meant` as users write them)."""
+    hint = f"; did you mean {NAMESPACE}:{meant}?" if meant else ""
+    return f"{NAMESPACE}:{key}: unknown config key{hint}"
 
 
 KUBERNETES_SPELLINGS = {"mountPath": "path", "persistentVolumeClaim": "claimName"}
@@ -167,19 +171,19 @@ def _describe(error: ValidationError, hidden: Collection[str]) -> list[str]:
         if item["type"] == "extra_forbidden":
             problems.append(_nested_unknown_key(loc))
         elif item["type"] == "missing":  # nothing to echo: the input is the object it is missing from
-            key = _key_path(loc)
+            key = rules.key_path(loc)
             problems.append(f"{NAMESPACE}:{key}: required, and not set (`pulumi config set {NAMESPACE}:{key} ...`)")
         else:
             value = item.get("input")  # an object's problem names its own values: no JSON echo
             shown = "" if loc[0] in hidden or isinstance(value, dict | list) else f" (got {_as_written(value)})"
-            problems.append(f"{NAMESPACE}:{_key_path(loc)}: {_in_users_words(item, loc, message)}{shown}")
+            problems.append(f"{NAMESPACE}:{rules.key_path(loc)}: {_in_users_words(item, loc, message)}{shown}")
     return problems
 
 
 def _in_users_words(item: Any, loc: list[Any], message: str) -> str:
     """pydantic's words where they would name its classes or miss the unit."""
     if item["type"] in ("model_type", "model_attributes_type", "dict_type"):
-        return f"must be an object of its own keys ({NAMESPACE}:{_key_path(loc)}.* in the configuration reference)"
+        return f"must be an object of its own keys ({NAMESPACE}:{rules.key_path(loc)}.* in the configuration reference)"
     if item["type"] in ("int_parsing", "int_from_float", "int_type") and _in_seconds(loc):
         return "must be a whole number of seconds (600 for ten minutes)"
     if item["type"] in ("int_parsing", "int_from_float", "int_type"):
@@ -199,14 +203,6 @@ def _as_written(value: Any) -> str:
     return value if isinstance(value, str) and re.fullmatch(r"[\w.:/+-]+", value) else repr(value)
 
 
-def _key_path(loc: list[Any]) -> str:
-    """The key as users write it: list positions in brackets (containers[0].image)."""
-    path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f"{'.' if path else ''}{part}"
-    return path
-
-
 def _nested_unknown_key(loc: list[Any]) -> str:
     """Suggest the nearest key of the model the unknown one sits in (through lists and maps)."""
     model: type[BaseModel] = MiniClusterSpec
@@ -222,8 +218,7 @@ def _nested_unknown_key(loc: list[Any]) -> str:
         model, skip_next = nested, reached_by != ""
     keys, spelt = list(config_keys(model)), KUBERNETES_SPELLINGS.get(str(loc[-1]))
     near = [spelt] if spelt in keys else difflib.get_close_matches(str(loc[-1]), keys, n=1, cutoff=0.6)
-    hint = f"; did you mean {NAMESPACE}:{_key_path([*loc[:-1], near[0]])}?" if near else ""
-    return f"{NAMESPACE}:{_key_path(loc)}: unknown config key{hint}"
+    return _unknown(rules.key_path(loc), rules.key_path([*loc[:-1], near[0]]) if near else None)
 
 
 def nested_model(annotation: Any) -> tuple[type[BaseModel] | None, str]:

@@ -115,6 +115,14 @@ def extended_resource_name(value: str) -> str:
     return value
 
 
+def key_path(loc: Iterable[str | int]) -> str:
+    """A key as users write it, from its parts: list positions in brackets (containers[0].image)."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f"{'.' if path else ''}{part}"
+    return path
+
+
 def idset(ids: Iterable[int]) -> str:
     """RFC 22 idset of sorted ids, as Flux writes them: runs of consecutive ids as ranges (0-3,7)."""
     runs: list[list[int]] = []
