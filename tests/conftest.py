@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from flux_minicluster.config.loader import load_spec
 from tests.kube_api import Cluster, StandIn
+from tests.kubelet.pods import FLUX, INSTALL_FLUX, Kubelet
 
 IMAGE = "ghcr.io/flux-framework/flux-restful-api:latest"
 BASE_CONFIG: dict[str, Any] = {"image": IMAGE, "size": 4, "command": "hostname"}
@@ -50,3 +53,52 @@ def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StandIn]:
     server = StandIn(tmp_path_factory.mktemp("api"))
     yield server
     server.stop()
+
+
+# -- real Flux: the pods' scripts under real brokers (tests/kubelet) ------------------------------------
+
+
+def real_flux_missing() -> str | None:
+    """Why the real-Flux tests cannot run here, if they cannot."""
+    if not FLUX.exists():
+        return f"real Flux is not installed at {FLUX.parent.parent}: run {INSTALL_FLUX}"
+    if os.geteuid() != 0:
+        return "the test kubelet needs root (network, mount and PID namespaces)"
+    return None
+
+
+@pytest.fixture
+def minicluster(tmp_path: Path) -> Iterator[Callable[..., Kubelet]]:
+    """Makes a MiniCluster's pods from the base config with overrides (`secret_keys`: config keys given
+    as secrets), on real Flux; every one made is torn down after the test, whatever its outcome. Where
+    real Flux cannot run, the test is skipped with the reason, except in CI, where it fails."""
+    missing = real_flux_missing()
+    if missing is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI runs every real-Flux test: {missing}")
+        pytest.skip(missing)
+    made: list[Kubelet] = []
+
+    def make(secret_keys: tuple[str, ...] = (), **overrides: Any) -> Kubelet:
+        raw = {f"minicluster:{key}": value for key, value in config(**overrides).items()}
+        spec = load_spec(raw, "dev", [f"minicluster:{key}" for key in secret_keys])
+        made.append(Kubelet(tmp_path / f"cluster-{len(made)}", spec))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for kubelet in made:
+            kubelet.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The summary says how many tests ran real Flux, so that a run where they were skipped shows it."""
+    counts = {
+        outcome: len({report.nodeid for report in reports if "realflux" in getattr(report, "keywords", {})})
+        for outcome, reports in terminalreporter.stats.items()
+        if outcome in ("passed", "failed", "skipped", "error")
+    }
+    summary = ", ".join(f"{count} {outcome}" for outcome, count in counts.items() if count)
+    if summary:
+        terminalreporter.write_line(f"real Flux (tests/kubelet, marked realflux): {summary}")

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# A container of the test kubelet (tests/kubelet/pods.py). It runs as PID 1 of its own PID, mount and
+# UTS namespaces, inside its pod's network namespace, and becomes the container's command once it has
+# given it what a container runtime gives:
+#   - the pod's hostname, and the pod network's hosts file as /etc/hosts;
+#   - the volumes, mounted where the pod spec mounts them (read-only where it says so), over overlays
+#     of the host's top-level directories, so that no mount point is ever made on the host;
+#   - a /tmp of its own;
+#   - the user, group and supplementary groups the pod runs as, without privileges, where it says so.
+# With --gate FILE, it waits there, ready, until the kubelet releases FILE's lock: the containers of a
+# cluster's pods then start at one instant, as on nodes that start them in parallel.
+# Its environment is the container's: it is passed through untouched.
+#
+# Usage: container.sh --hostname NAME --hosts FILE --scratch DIR [--mount SOURCE TARGET ro|rw]...
+#                     [--workdir DIR] [--user UID GID GROUPS] [--gate FILE] -- COMMAND [ARG]...
+set -euo pipefail
+
+hostname="" hosts="" scratch="" workdir="/" user=() gate=""
+mounts=()
+while (($#)); do
+  case $1 in
+    --hostname) hostname=$2 && shift 2 ;;
+    --hosts) hosts=$2 && shift 2 ;;
+    --scratch) scratch=$2 && shift 2 ;;
+    --mount) mounts+=("$2" "$3" "$4") && shift 4 ;;
+    --workdir) workdir=$2 && shift 2 ;;
+    --user) user=("$2" "$3" "$4") && shift 4 ;;
+    --gate) gate=$2 && shift 2 ;;
+    --) shift && break ;;
+    *) echo "container.sh: unknown option $1" >&2 && exit 2 ;;
+  esac
+done
+[[ -n $hostname && -n $hosts && -n $scratch && $# -gt 0 ]] || {
+  echo "container.sh: --hostname, --hosts, --scratch and a command are required" >&2
+  exit 2
+}
+
+# The host's directory TOP as an overlay whose changes land in scratch: mount points can be made in it.
+overlay() {
+  local top=$1 name=${1//\//_}
+  [[ -d $top ]] || {
+    echo "container.sh: $top does not exist on this machine: the harness mounts only under existing top-level directories" >&2
+    exit 2
+  }
+  grep -q " $top overlay " /proc/self/mounts && return 0
+  mkdir -p "$scratch/$name/upper" "$scratch/$name/work"
+  mount -t overlay overlay -o "lowerdir=$top,upperdir=$scratch/$name/upper,workdir=$scratch/$name/work" "$top"
+}
+
+hostname "$hostname"
+overlay /etc
+printf '%s\n' "$hostname" >/etc/hostname
+mount --bind "$hosts" /etc/hosts
+
+for ((i = 0; i < ${#mounts[@]}; i += 3)); do
+  source=${mounts[i]} target=${mounts[i + 1]} mode=${mounts[i + 2]}
+  top=${target#/}
+  overlay "/${top%%/*}"
+  if [[ -d $source ]]; then mkdir -p "$target"; else mkdir -p "$(dirname "$target")" && touch "$target"; fi
+  mount --bind "$source" "$target"
+  if [[ $mode == ro ]]; then mount -o remount,bind,ro "$target"; fi
+done
+
+if [[ -n $gate ]]; then
+  touch "$scratch/at-gate"
+  flock --shared "$gate" true
+fi
+
+# Last: the volumes' sources, the scratch directory and the gate are in the host's /tmp.
+mkdir -p "$scratch/tmp" && chmod 1777 "$scratch/tmp"
+mount --bind "$scratch/tmp" /tmp
+cd "$workdir"
+
+if ((${#user[@]})); then
+  exec setpriv --reuid="${user[0]}" --regid="${user[1]}" --groups="${user[2]}" --no-new-privs \
+    --inh-caps=-all --bounding-set=-all -- "$@"
+fi
+exec "$@"

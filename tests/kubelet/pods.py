@@ -1,0 +1,253 @@
+"""A MiniCluster's pods on this machine, as the Job controller and the kubelet run them, with real Flux.
+
+From the objects the builders render (manifests.all_objects, what `pulumi up` creates), each pod of
+the Indexed Job gets:
+  - a network namespace with `eth0` on the cluster's bridge and its name in the hosts file (network.py);
+  - its hostname `<job>-<index>`, JOB_COMPLETION_INDEX and HOSTNAME, and the Flux container's env;
+  - the Flux container's volumes mounted at its mountPaths (volumes.py, container.sh), as its user;
+  - the container's command as PID 1 of its own PID namespace: its stdout and stderr are the pod's
+    log, and MC_LOG_SINK (/proc/1/fd/2) is that log too.
+`exec` is `kubectl exec`, `ready` runs the readiness probe, `terminate` is the kubelet's stop (SIGTERM,
+then SIGKILL after the grace period). Only the Flux container runs: init containers and sidecars need
+images this machine does not have.
+
+Everything is bounded in time, and `close` (also on a failed test: use the `kubelet` fixture) kills
+every process and removes every namespace and mount the cluster made: killing a PID namespace's
+first process kills all of it, and its mounts go with its last process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import secrets
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from flux_minicluster.builders import manifests
+from flux_minicluster.builders.names import BROKER_CONTAINER
+from flux_minicluster.config import certificate
+from flux_minicluster.config.spec import MiniClusterSpec
+from tests.kubelet.network import PodNetwork
+from tests.kubelet.volumes import Manifest, Volumes, container_env
+
+CONTAINER = Path(__file__).with_name("container.sh")
+FLUX = Path("/opt/flux/bin/flux")
+"""Real flux-core, from ../shared/flux/install.sh."""
+INSTALL_FLUX = "../shared/flux/install.sh"
+
+
+def wait_until(condition: Any, what: str, timeout: float, poll: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(poll)
+
+
+class Pod:
+    """One pod of the Job: its Flux container, running."""
+
+    def __init__(
+        self, name: str, hostname: str, process: subprocess.Popen[bytes], log: Path, exec_prefix: list[str],
+        container: Manifest,
+    ) -> None:  # fmt: skip
+        self.name, self.hostname, self.process, self.log_path = name, hostname, process, log
+        self.exec_prefix = exec_prefix  # enter the pod's namespaces, as its user, with its env
+        self.probe: Manifest = container["readinessProbe"]
+        self.at_gate = log.parent / "scratch" / "at-gate"  # container.sh is set up, waiting to start
+        self.started = time.monotonic()
+        self._pid: int | None = None
+
+    @property
+    def pid(self) -> int:
+        """The host's id of the container's first process (unshare forks it: PID 1 in the pod)."""
+        if self._pid is None:
+            children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+            wait_until(lambda: self.process.poll() is not None or children.read_text().strip(), "PID 1", 10)
+            found = children.read_text().split() if self.process.poll() is None else []
+            if not found:
+                raise RuntimeError(f"pod {self.name} exited before it started:\n{self.log}")
+            self._pid = int(found[0])
+        return self._pid
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def exec(self, *argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        """`kubectl exec POD -- ARGV`: in the container's namespaces, with its env, as its user."""
+        command = ["nsenter", f"--target={self.pid}", "--mount", "--uts", "--net", "--pid", "--", *self.exec_prefix]
+        command += argv
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+    def flux(self, *args: str, timeout: float = 30) -> str:
+        """A flux command run in the container against this pod's broker; its stdout. Fails if it fails."""
+        done = self.exec("env", f"FLUX_URI={manifests.LOCAL_URI}", "flux", *args, timeout=timeout)
+        if done.returncode != 0:
+            raise RuntimeError(f"flux {' '.join(args)} in {self.name} exited {done.returncode}: {done.stderr}")
+        return done.stdout
+
+    def ready(self) -> bool:
+        """The readiness probe, as the kubelet runs it (its exec command, within its timeout)."""
+        try:
+            probe = self.exec(*self.probe["exec"]["command"], timeout=self.probe.get("timeoutSeconds", 1))
+        except subprocess.TimeoutExpired:
+            return False
+        return probe.returncode == 0
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
+
+    def wait(self, timeout: float = 60) -> int:
+        """The container's exit code as Kubernetes reports it (128 + the signal, when one killed it)."""
+        status = self.process.wait(timeout=timeout)
+        return 128 - status if status < 0 else status
+
+    def terminate(self, grace: float = 30) -> int:
+        """The kubelet stopping the pod: SIGTERM to PID 1, SIGKILL once the grace period is over."""
+        self.signal(signal.SIGTERM)
+        try:
+            return self.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.wait(10)
+
+    def kill(self) -> None:
+        """SIGKILL to PID 1: the kernel kills every process of the pod's PID namespace with it."""
+        if self.running():
+            self.signal(signal.SIGKILL)
+
+
+class Kubelet:
+    """The pods of one MiniCluster's Job on this machine."""
+
+    def __init__(self, tmp: Path, spec: MiniClusterSpec, cluster_domain: str = "cluster.local") -> None:
+        self.tmp, self.spec, self.cluster_domain = tmp, spec, cluster_domain
+        tmp.mkdir(parents=True, exist_ok=True)
+        self.certificate = certificate.generate(spec.rank0_host)
+        self.objects = manifests.all_objects(spec, self.certificate.text())
+        self.job = next(obj for obj in self.objects if obj["kind"] == "Job")
+        self.pod_spec: Manifest = self.job["spec"]["template"]["spec"]
+        self.container: Manifest = next(c for c in self.pod_spec["containers"] if c["name"] == BROKER_CONTAINER)
+        identity = self.pod_spec.get("securityContext", {})
+        self.user: tuple[int, int, int | None] | None = (
+            (identity["runAsUser"], identity.get("runAsGroup", 0), identity.get("fsGroup"))
+            if "runAsUser" in identity
+            else None
+        )
+        self.volumes = Volumes(tmp / "cluster", self.objects, identity.get("fsGroup"))
+        self.network = PodNetwork(tmp / "hosts")
+        self.pods: list[Pod] = []
+        self.started_at = 0.0
+
+    @property
+    def namespace(self) -> str:
+        return str(self.job["metadata"]["namespace"])
+
+    def hostname(self, index: int) -> str:
+        return f"{self.job['metadata']['name']}-{index}"
+
+    def fqdn(self, index: int) -> str:
+        return f"{self.hostname(index)}.{self.pod_spec['subdomain']}.{self.namespace}.svc.{self.cluster_domain}"
+
+    def start_all(self) -> list[Pod]:
+        """The Job's pods as the Job controller creates them: one per index up to its parallelism, each
+        with its address before any container starts, their containers started at one instant
+        (`started_at`, time.time())."""
+        indexes = range(self.job["spec"]["parallelism"])
+        for index in indexes:
+            self.network.add(self.hostname(index), self.fqdn(index))
+        gate = self.tmp / f"gate-{len(self.pods)}"
+        with gate.open("w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            pods = [self.start(index, gate=gate) for index in indexes]
+            for pod in pods:
+                wait_until(lambda pod=pod: pod.at_gate.exists() or not pod.running(), f"{pod.name} to be set up", 30)
+            self.started_at = time.time()
+        return pods
+
+    def start(self, index: int, gate: Path | None = None) -> Pod:
+        """A new pod for `index` (a replacement, if one ran before), started at once, or when `gate`'s
+        lock is released."""
+        hostname = self.hostname(index)
+        name = f"{hostname}-{secrets.token_hex(3)}"
+        pod_dir = self.tmp / "pods" / name
+        pod_dir.mkdir(parents=True)
+        namespace = self.network.add(hostname, self.fqdn(index))
+        fields = {
+            "HOSTNAME": hostname, "JOB_COMPLETION_INDEX": str(index), "metadata.name": name,
+            "metadata.namespace": self.namespace, "status.podIP": self.network.addresses[hostname],
+            "spec.nodeName": "node-0",
+        }  # fmt: skip
+        home = "/root" if self.user is None or self.user[0] == 0 else "/"
+        env = container_env(self.container, self.volumes, fields, home)
+        log = pod_dir / "log"
+        log.touch(mode=0o644)
+        workdir = self.container.get("workingDir", "/")
+        command = [
+            "nsenter", f"--net=/run/netns/{namespace}", "unshare", "--mount", "--uts", "--pid", "--fork",
+            "--kill-child", "--mount-proc", "bash", str(CONTAINER), "--hostname", hostname,
+            "--hosts", str(self.network.hosts_file), "--scratch", str(pod_dir / "scratch"), "--workdir", workdir,
+            *self._mounts(pod_dir), *self._as_user(), *(["--gate", str(gate)] if gate else []),
+            "--", *self.container["command"], *self.container.get("args", []),
+        ]  # fmt: skip
+        with log.open("ab") as output:  # appended: writes through /proc/1/fd/2 land after it, never over it
+            process = subprocess.Popen(command, env=env, stdout=output, stderr=output, stdin=subprocess.DEVNULL)
+        env_args = [f"{key}={value}" for key, value in env.items()]
+        exec_prefix = [*self._setpriv(), "env", "-i", "-C", workdir, *env_args]
+        pod = Pod(name, hostname, process, log, exec_prefix, self.container)
+        self.pods.append(pod)
+        pod.pid  # noqa: B018 -- started: PID 1 exists (or the pod failed, and says why)
+        return pod
+
+    def _mounts(self, pod_dir: Path) -> list[str]:
+        volumes = {volume["name"]: volume for volume in self.pod_spec["volumes"]}
+        args = []
+        for mount in self.container.get("volumeMounts", []):
+            source = self.volumes.source(volumes[mount["name"]], pod_dir)
+            if "subPath" in mount:
+                source = source / mount["subPath"]
+            args += ["--mount", str(source), mount["mountPath"], "ro" if mount.get("readOnly") else "rw"]
+        return args
+
+    def _as_user(self) -> list[str]:
+        if self.user is None:
+            return []
+        user, group, fs_group = self.user
+        return ["--user", str(user), str(group), str(fs_group if fs_group is not None else group)]
+
+    def _setpriv(self) -> list[str]:
+        if self.user is None:
+            return []
+        user, group, fs_group = self.user
+        groups = str(fs_group if fs_group is not None else group)
+        return ["setpriv", f"--reuid={user}", f"--regid={group}", f"--groups={groups}", "--no-new-privs",
+                "--inh-caps=-all", "--bounding-set=-all", "--"]  # fmt: skip
+
+    def pod(self, index: int) -> Pod:
+        """The newest pod of `index`."""
+        return [pod for pod in self.pods if pod.hostname == self.hostname(index)][-1]
+
+    def claim(self, name: str) -> Path:
+        """Where the claim `name` keeps its files on this machine (it outlives the pods)."""
+        return self.volumes.root / "claims" / name
+
+    def update(self, kind: str, name: str, data: dict[str, str]) -> None:
+        self.volumes.update(kind, name, data)
+
+    def close(self) -> None:
+        for pod in self.pods:
+            pod.kill()
+        for pod in self.pods:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                pod.process.wait(timeout=10)
+        self.network.close()
