@@ -2,7 +2,8 @@
 # A container of the test kubelet (tests/kubelet/pods.py). It runs as PID 1 of its own PID, mount and
 # UTS namespaces, inside its pod's network namespace, and becomes the container's command once it has
 # given it what a container runtime gives:
-#   - the pod's hostname, and the pod network's hosts file as /etc/hosts;
+#   - the pod's hostname, and /etc/hosts linked to the pod network's hosts file (which it replaces in
+#     one rename at each change: network.py);
 #   - the volumes, mounted where the pod spec mounts them (read-only where it says so), over overlays
 #     of the host's top-level directories, so that no mount point is ever made on the host;
 #   - a /tmp of its own;
@@ -11,16 +12,16 @@
 # cluster's pods then start at one instant, as on nodes that start them in parallel.
 # Its environment is the container's: it is passed through untouched.
 #
-# Usage: container.sh --hostname NAME --hosts FILE --scratch DIR [--mount SOURCE TARGET ro|rw]...
+# Usage: container.sh --hostname NAME --dns DIR --scratch DIR [--mount SOURCE TARGET ro|rw]...
 #                     [--workdir DIR] [--user UID GID GROUPS] [--gate FILE] -- COMMAND [ARG]...
 set -euo pipefail
 
-hostname="" hosts="" scratch="" workdir="/" user=() gate=""
+hostname="" dns="" scratch="" workdir="/" user=() gate=""
 mounts=()
 while (($#)); do
   case $1 in
     --hostname) hostname=$2 && shift 2 ;;
-    --hosts) hosts=$2 && shift 2 ;;
+    --dns) dns=$2 && shift 2 ;;
     --scratch) scratch=$2 && shift 2 ;;
     --mount) mounts+=("$2" "$3" "$4") && shift 4 ;;
     --workdir) workdir=$2 && shift 2 ;;
@@ -30,8 +31,8 @@ while (($#)); do
     *) echo "container.sh: unknown option $1" >&2 && exit 2 ;;
   esac
 done
-[[ -n $hostname && -n $hosts && -n $scratch && $# -gt 0 ]] || {
-  echo "container.sh: --hostname, --hosts, --scratch and a command are required" >&2
+[[ -n $hostname && -n $dns && -n $scratch && $# -gt 0 ]] || {
+  echo "container.sh: --hostname, --dns, --scratch and a command are required" >&2
   exit 2
 }
 
@@ -50,7 +51,10 @@ overlay() {
 hostname "$hostname"
 overlay /etc
 printf '%s\n' "$hostname" >/etc/hostname
-mount --bind "$hosts" /etc/hosts
+mkdir -p /etc/.cluster-dns
+mount --bind "$dns" /etc/.cluster-dns
+mount -o remount,bind,ro /etc/.cluster-dns
+ln -sfn /etc/.cluster-dns/hosts /etc/hosts
 
 for ((i = 0; i < ${#mounts[@]}; i += 3)); do
   source=${mounts[i]} target=${mounts[i + 1]} mode=${mounts[i + 2]}

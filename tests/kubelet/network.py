@@ -2,11 +2,11 @@
 for each pod a network namespace with `eth0` on that bridge and an address that exists only there.
 Nothing is routed off the machine, and nothing outside these namespaces is ever addressed.
 
-Names are resolved as the headless Service's DNS records resolve them (`publishNotReadyAddresses`:
-a pod's name resolves once the pod has its address, ready or not): every pod mounts one hosts file,
-to which a pod's line is added when its sandbox is made, before its containers start. A pod replaced
-under the same hostname keeps its address here (Kubernetes would give it a new one, and update the
-record).
+Names resolve as the headless Service's DNS records do (`publishNotReadyAddresses`): a pod's name
+resolves to its address from the moment it has one, ready or not, and stops resolving once the pod
+has ended. A replacement pod gets a new address under the same name. Every pod reads one hosts file
+(`hosts` in `dns_dir`, which container.sh links /etc/hosts to), replaced in one rename at each
+change, so that a lookup never reads it half-written.
 """
 
 from __future__ import annotations
@@ -16,11 +16,13 @@ import ipaddress
 import itertools
 import os
 import subprocess
+import threading
 from pathlib import Path
 
 PREFIX = "mck"
 """Every namespace this harness makes is named mck<kind>-<pid of the test process>-<n>."""
 SUBNET = ipaddress.ip_network("10.244.0.0/16")
+LOCALHOST = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 _serial = itertools.count()
 
 
@@ -44,46 +46,61 @@ def remove_stale_namespaces() -> None:
 
 
 class PodNetwork:
-    """One cluster's network. `add(host, fqdn)` gives a pod its namespace and address."""
+    """One cluster's network: `attach` gives a pod its namespace, address and name; `detach` ends them."""
 
-    def __init__(self, hosts_file: Path) -> None:
+    def __init__(self, dns_dir: Path) -> None:
         remove_stale_namespaces()
         self.tag = f"{os.getpid()}-{next(_serial)}"
         self.switch = f"{PREFIX}sw-{self.tag}"
-        self.hosts_file = hosts_file
-        hosts_file.write_text("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
-        hosts_file.chmod(0o644)
-        self.namespaces: dict[str, str] = {}  # hostname -> its pod's network namespace
-        self.addresses: dict[str, str] = {}
-        self._hosts = SUBNET.hosts()
-        next(self._hosts)  # .1: the bridge's own, were it given one
+        self.dns_dir = dns_dir
+        dns_dir.mkdir(parents=True)
+        dns_dir.chmod(0o755)
+        self.records: dict[str, tuple[str, str, str]] = {}  # pod -> (address, fqdn, hostname)
+        self.namespaces: dict[str, str] = {}  # pod -> its network namespace
+        self._addresses = SUBNET.hosts()
+        next(self._addresses)  # .1: the bridge's own, were it given one
+        self._veths = itertools.count()
+        self._lock = threading.Lock()
+        self._publish()
         ip("netns", "add", self.switch)
         ip("link", "add", "br0", "type", "bridge", namespace=self.switch)
         ip("link", "set", "br0", "up", namespace=self.switch)
 
-    def add(self, host: str, fqdn: str) -> str:
-        """The network namespace of pod `host`: made with its address on first use, kept for the pod that
-        replaces it."""
-        if host in self.namespaces:
-            return self.namespaces[host]
-        index = len(self.namespaces)
-        namespace = f"{PREFIX}pod-{self.tag}-{index}"
-        address = str(next(self._hosts))
-        ip("netns", "add", namespace)
-        self.namespaces[host] = namespace
-        veth = f"v{index}"  # its end on the bridge; the pod's end is eth0
-        ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", namespace, namespace=self.switch)
-        ip("link", "set", veth, "master", "br0", "up", namespace=self.switch)
-        ip("addr", "add", f"{address}/{SUBNET.prefixlen}", "dev", "eth0", namespace=namespace)
-        ip("link", "set", "eth0", "up", namespace=namespace)
-        ip("link", "set", "lo", "up", namespace=namespace)
-        self.addresses[host] = address
-        with self.hosts_file.open("a") as hosts:  # appended: a pod reading it never sees it half-written
-            hosts.write(f"{address}\t{fqdn}\t{host}\n")
-        return namespace
+    def attach(self, pod: str, hostname: str, fqdn: str) -> tuple[str, str]:
+        """Pod `pod`'s network namespace and address, its name resolving to it from now on."""
+        with self._lock:
+            namespace, address = f"{PREFIX}pod-{self.tag}-{next(self._veths)}", str(next(self._addresses))
+            veth = f"v{namespace.rsplit('-', 1)[1]}"  # its end on the bridge; the pod's end is eth0
+            ip("netns", "add", namespace)
+            self.namespaces[pod] = namespace
+            ip("link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", namespace, namespace=self.switch)
+            ip("link", "set", veth, "master", "br0", "up", namespace=self.switch)
+            ip("addr", "add", f"{address}/{SUBNET.prefixlen}", "dev", "eth0", namespace=namespace)
+            ip("link", "set", "eth0", "up", namespace=namespace)
+            ip("link", "set", "lo", "up", namespace=namespace)
+            self.records[pod] = (address, fqdn, hostname)
+            self._publish()
+        return namespace, address
 
-    def close(self) -> None:
-        for namespace in [*self.namespaces.values(), self.switch]:
+    def detach(self, pod: str) -> None:
+        """The pod has ended: its name no longer resolves, and its namespace (and veth) are gone."""
+        with self._lock:
+            if self.records.pop(pod, None) is not None:
+                self._publish()
+            namespace = self.namespaces.pop(pod, None)
+        if namespace is not None:
             with contextlib.suppress(subprocess.SubprocessError):
                 subprocess.run(["ip", "netns", "delete", namespace], capture_output=True, timeout=10)
-        self.namespaces.clear()
+
+    def _publish(self) -> None:
+        lines = "".join(f"{address}\t{fqdn}\t{host}\n" for address, fqdn, host in self.records.values())
+        staged = self.dns_dir / ".hosts.new"
+        staged.write_text(LOCALHOST + lines)
+        staged.chmod(0o644)
+        staged.replace(self.dns_dir / "hosts")
+
+    def close(self) -> None:
+        for pod in list(self.namespaces):
+            self.detach(pod)
+        with contextlib.suppress(subprocess.SubprocessError):
+            subprocess.run(["ip", "netns", "delete", self.switch], capture_output=True, timeout=10)

@@ -24,7 +24,9 @@ import os
 import secrets
 import signal
 import subprocess
+import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +129,18 @@ class Pod:
             self.signal(signal.SIGKILL)
 
 
+@dataclass(frozen=True)
+class Sandbox:
+    """A pod before its containers: its name, its own directory, its network namespace and address."""
+
+    index: int
+    name: str
+    hostname: str
+    directory: Path
+    namespace: str
+    address: str
+
+
 class Kubelet:
     """The pods of one MiniCluster's Job on this machine."""
 
@@ -139,13 +153,13 @@ class Kubelet:
         self.pod_spec: Manifest = self.job["spec"]["template"]["spec"]
         self.container: Manifest = next(c for c in self.pod_spec["containers"] if c["name"] == BROKER_CONTAINER)
         identity = self.pod_spec.get("securityContext", {})
-        self.user: tuple[int, int, int | None] | None = (
-            (identity["runAsUser"], identity.get("runAsGroup", 0), identity.get("fsGroup"))
-            if "runAsUser" in identity
-            else None
-        )
+        self.user: tuple[int, int, int] | None = None
+        """The pod's runAsUser, runAsGroup and supplementary group (its fsGroup), if it sets a user."""
+        if "runAsUser" in identity:
+            group = identity.get("runAsGroup", 0)
+            self.user = (identity["runAsUser"], group, identity.get("fsGroup", group))
         self.volumes = Volumes(tmp / "cluster", self.objects, identity.get("fsGroup"))
-        self.network = PodNetwork(tmp / "hosts")
+        self.network = PodNetwork(tmp / "dns")
         self.pods: list[Pod] = []
         self.started_at = 0.0
 
@@ -163,51 +177,60 @@ class Kubelet:
         """The Job's pods as the Job controller creates them: one per index up to its parallelism, each
         with its address before any container starts, their containers started at one instant
         (`started_at`, time.time())."""
-        indexes = range(self.job["spec"]["parallelism"])
-        for index in indexes:
-            self.network.add(self.hostname(index), self.fqdn(index))
+        sandboxes = [self._sandbox(index) for index in range(self.job["spec"]["parallelism"])]
         gate = self.tmp / f"gate-{len(self.pods)}"
         with gate.open("w") as held:
             fcntl.flock(held, fcntl.LOCK_EX)
-            pods = [self.start(index, gate=gate) for index in indexes]
+            pods = [self._run(sandbox, gate) for sandbox in sandboxes]
             for pod in pods:
                 wait_until(lambda pod=pod: pod.at_gate.exists() or not pod.running(), f"{pod.name} to be set up", 30)
             self.started_at = time.time()
         return pods
 
-    def start(self, index: int, gate: Path | None = None) -> Pod:
-        """A new pod for `index` (a replacement, if one ran before), started at once, or when `gate`'s
-        lock is released."""
+    def start(self, index: int) -> Pod:
+        """A new pod for `index` (a replacement, if one ran before: a new address under the same name)."""
+        return self._run(self._sandbox(index))
+
+    def _sandbox(self, index: int) -> Sandbox:
         hostname = self.hostname(index)
         name = f"{hostname}-{secrets.token_hex(3)}"
-        pod_dir = self.tmp / "pods" / name
-        pod_dir.mkdir(parents=True)
-        namespace = self.network.add(hostname, self.fqdn(index))
+        directory = self.tmp / "pods" / name
+        directory.mkdir(parents=True)
+        namespace, address = self.network.attach(name, hostname, self.fqdn(index))
+        return Sandbox(index, name, hostname, directory, namespace, address)
+
+    def _run(self, sandbox: Sandbox, gate: Path | None = None) -> Pod:
+        """The Flux container of `sandbox`, started at once, or when `gate`'s lock is released."""
         fields = {
-            "HOSTNAME": hostname, "JOB_COMPLETION_INDEX": str(index), "metadata.name": name,
-            "metadata.namespace": self.namespace, "status.podIP": self.network.addresses[hostname],
-            "spec.nodeName": "node-0",
+            "HOSTNAME": sandbox.hostname, "JOB_COMPLETION_INDEX": str(sandbox.index), "metadata.name": sandbox.name,
+            "metadata.namespace": self.namespace, "status.podIP": sandbox.address, "spec.nodeName": "node-0",
         }  # fmt: skip
         home = "/root" if self.user is None or self.user[0] == 0 else "/"
         env = container_env(self.container, self.volumes, fields, home)
-        log = pod_dir / "log"
+        log = sandbox.directory / "log"
         log.touch(mode=0o644)
         workdir = self.container.get("workingDir", "/")
         command = [
-            "nsenter", f"--net=/run/netns/{namespace}", "unshare", "--mount", "--uts", "--pid", "--fork",
-            "--kill-child", "--mount-proc", "bash", str(CONTAINER), "--hostname", hostname,
-            "--hosts", str(self.network.hosts_file), "--scratch", str(pod_dir / "scratch"), "--workdir", workdir,
-            *self._mounts(pod_dir), *self._as_user(), *(["--gate", str(gate)] if gate else []),
+            "nsenter", f"--net=/run/netns/{sandbox.namespace}", "unshare", "--mount", "--uts", "--pid", "--fork",
+            "--kill-child", "--mount-proc", "bash", str(CONTAINER), "--hostname", sandbox.hostname,
+            "--dns", str(self.network.dns_dir), "--scratch", str(sandbox.directory / "scratch"), "--workdir", workdir,
+            *self._mounts(sandbox.directory), *self._as_user(), *(["--gate", str(gate)] if gate else []),
             "--", *self.container["command"], *self.container.get("args", []),
         ]  # fmt: skip
         with log.open("ab") as output:  # appended: writes through /proc/1/fd/2 land after it, never over it
             process = subprocess.Popen(command, env=env, stdout=output, stderr=output, stdin=subprocess.DEVNULL)
+        # The pod's end (Succeeded or Failed) takes its name out of the Service's records.
+        threading.Thread(target=self._reap, args=(sandbox.name, process), daemon=True).start()
         env_args = [f"{key}={value}" for key, value in env.items()]
         exec_prefix = [*self._setpriv(), "env", "-i", "-C", workdir, *env_args]
-        pod = Pod(name, hostname, process, log, exec_prefix, self.container)
+        pod = Pod(sandbox.name, sandbox.hostname, process, log, exec_prefix, self.container)
         self.pods.append(pod)
         pod.pid  # noqa: B018 -- started: PID 1 exists (or the pod failed, and says why)
         return pod
+
+    def _reap(self, name: str, process: subprocess.Popen[bytes]) -> None:
+        process.wait()
+        self.network.detach(name)
 
     def _mounts(self, pod_dir: Path) -> list[str]:
         volumes = {volume["name"]: volume for volume in self.pod_spec["volumes"]}
@@ -220,16 +243,12 @@ class Kubelet:
         return args
 
     def _as_user(self) -> list[str]:
-        if self.user is None:
-            return []
-        user, group, fs_group = self.user
-        return ["--user", str(user), str(group), str(fs_group if fs_group is not None else group)]
+        return [] if self.user is None else ["--user", *map(str, self.user)]
 
     def _setpriv(self) -> list[str]:
         if self.user is None:
             return []
-        user, group, fs_group = self.user
-        groups = str(fs_group if fs_group is not None else group)
+        user, group, groups = self.user
         return ["setpriv", f"--reuid={user}", f"--regid={group}", f"--groups={groups}", "--no-new-privs",
                 "--inh-caps=-all", "--bounding-set=-all", "--"]  # fmt: skip
 

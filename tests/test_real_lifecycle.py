@@ -1,0 +1,82 @@
+"""A broker pod's life on real Flux: the readiness probe, SIGTERM as the kubelet sends it, and a
+worker whose broker dies (tests/kubelet runs the pods)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from tests.kubelet.pods import Kubelet, Pod, wait_until
+
+pytestmark = pytest.mark.realflux
+Make = Callable[..., Kubelet]
+STOPPED = 143  # 128 + SIGTERM: a pod told to stop never exits 0, or the Job would count it done
+
+
+def persistent(minicluster: Make, size: int = 3) -> tuple[Kubelet, list[Pod]]:
+    cluster = minicluster(size=size, command=None)
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    return cluster, pods
+
+
+def online(rank0: Pod) -> str:
+    return rank0.flux("resource", "status", "-s", "online", "-no", "{ranks}").strip()
+
+
+def kill_broker(pod: Pod) -> None:
+    """SIGKILL to the pod's broker (the process `flux start` became), not to the pod."""
+    done = pod.exec("sh", "-c", "kill -KILL $(cat /var/lib/minicluster/broker.pid)")
+    assert done.returncode == 0, done.stderr
+
+
+# -- readiness -----------------------------------------------------------------------------------------
+
+
+def test_a_broker_is_not_ready_until_it_is_up_in_the_instance(minicluster: Make) -> None:
+    cluster = minicluster(size=2, command=None)
+    worker = cluster.start(1)  # rank 0 has no pod yet: the worker's broker runs, waiting to join
+    wait_until(lambda: "load-builtins->join" in worker.log, "the worker's broker to start", 10)
+    assert [worker.ready() for _ in range(3)] == [False, False, False]
+    rank0 = cluster.start(0)
+    wait_until(worker.ready, "the worker to be ready once it joined", 20)
+    assert rank0.ready()
+    assert online(rank0) == "0-1"
+
+
+def test_a_worker_is_not_ready_once_its_broker_is_gone_and_is_again_when_it_rejoined(minicluster: Make) -> None:
+    _, (rank0, worker, _) = persistent(minicluster)
+    kill_broker(worker)
+    assert not worker.ready()
+    wait_until(worker.ready, "the worker's new broker to rejoin", 30)
+    assert "after it had joined the instance: rejoining" in worker.log
+    wait_until(lambda: online(rank0) == "0-2", "rank 0 to see it online", 10)  # Flux updates it a moment later
+    assert worker.running()
+
+
+# -- SIGTERM -------------------------------------------------------------------------------------------
+
+
+def test_a_worker_told_to_stop_exits_at_once_with_143(minicluster: Make) -> None:
+    _, (rank0, _, worker) = persistent(minicluster)
+    sent = time.monotonic()
+    assert worker.terminate() == STOPPED
+    assert time.monotonic() - sent < 2
+    wait_until(lambda: online(rank0) == "0-1", "rank 0 to see the rank go", 10)
+
+
+def test_rank0_told_to_stop_exits_at_once_with_143_and_the_workers_wait_for_its_replacement(
+    minicluster: Make,
+) -> None:
+    cluster, (rank0, *workers) = persistent(minicluster)
+    sent = time.monotonic()
+    assert rank0.terminate() == STOPPED
+    assert time.monotonic() - sent < 5  # the instance's clean shutdown: its cleanup and rc3 scripts
+    time.sleep(2)
+    assert all(worker.running() for worker in workers)
+    assert all("rank 0's pod went away: rejoining" in worker.log for worker in workers)
+    replacement = cluster.start(0)
+    wait_until(lambda: all(worker.ready() for worker in workers), "the workers to rejoin", 30)
+    wait_until(lambda: online(replacement) == "0-2", "the replacement to see them online", 10)
