@@ -1,0 +1,111 @@
+"""A replaced rank 0 restarts the same instance from the state volume, on real Flux: its history
+comes back and no queued job is lost, whether the old broker is gone before the replacement starts or
+still stopping beside it (tests/kubelet runs the pods; the claim outlives them)."""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections.abc import Callable
+
+import pytest
+
+from flux_minicluster.config import lifecycle
+from tests.kubelet.pods import Kubelet, Pod, wait_until
+
+pytestmark = pytest.mark.realflux
+Make = Callable[..., Kubelet]
+STATE = {"claimName": "flux-state", "checkpointPeriod": "1s"}
+
+
+class Busy:
+    """A persistent MiniCluster of 4 brokers, rank 0's state on a claim, with 2 jobs running on all four
+    nodes and 2 waiting."""
+
+    def __init__(self, minicluster: Make) -> None:
+        self.cluster = minicluster(command=None, stateVolume=STATE)
+        self.pods = self.cluster.start_all()
+        wait_until(lambda: all(pod.ready() for pod in self.pods), "every broker to be ready", 30)
+        self.jobs = [self.rank0.flux("submit", "-N2", "--exclusive", "sleep", "inf").strip() for _ in range(4)]
+        wait_until(lambda: self.states() == ["R", "R", "S", "S"], "two jobs to run and two to wait", 20)
+
+    @property
+    def rank0(self) -> Pod:
+        return self.cluster.pod(0)
+
+    def states(self) -> list[str]:
+        """Each job's state, as `flux jobs` abbreviates it (S: waiting, R: running, CA: cancelled, ...)."""
+        listing = self.rank0.flux("jobs", "-a", "-n", "-o", "{id.f58} {status_abbrev}")
+        states = dict(line.split() for line in listing.splitlines())
+        return [states.get(job, "missing") for job in self.jobs]
+
+    def exceptions(self) -> list[str]:
+        """Each job's exception note ("" for none)."""
+        notes = []
+        for job in self.jobs:
+            events = self.rank0.flux("job", "eventlog", "-f", "json", job)
+            notes.append(lifecycle.HAND_OVER_NOTE if lifecycle.HAND_OVER_NOTE in events else "")
+        return notes
+
+    def replaced(self) -> Pod:
+        """The replacement pod's instance, once it takes jobs again."""
+        replacement = self.cluster.pod(0)
+        wait_until(replacement.ready, "the replacement's broker to be up", 60)
+        wait_until(lambda: self.states()[2:] == ["R", "R"], "the queued jobs to run", 30)
+        return replacement
+
+
+def test_the_old_rank0_gone_first_its_replacement_brings_the_history_back_and_runs_the_queued_jobs(
+    minicluster: Make,
+) -> None:
+    busy = Busy(minicluster)
+    old = busy.rank0
+    assert old.terminate() == 143
+    assert "stopping scheduling, so that no queued job starts on the nodes the cancel frees" in old.log
+    busy.cluster.start(0)
+    replacement = busy.replaced()
+    assert busy.states() == ["CA", "CA", "R", "R"]  # the running two were cancelled by the hand-over, with its note
+    assert busy.exceptions() == [lifecycle.HAND_OVER_NOTE, lifecycle.HAND_OVER_NOTE, "", ""]
+    assert "restarting the instance saved in /var/lib/minicluster-state/dev" in replacement.log
+    assert "scheduling started again: the previous rank 0 had stopped it" in replacement.log
+    assert replacement.flux("queue", "status").strip() == "Job submission is enabled\nScheduling is started"
+
+
+def test_a_replacement_started_while_the_old_broker_still_stops_waits_for_it_and_loses_nothing(
+    minicluster: Make,
+) -> None:
+    busy = Busy(minicluster)
+    old = busy.rank0
+    old.signal(signal.SIGTERM)
+    wait_until(lambda: "told to stop (SIGTERM)" in old.log, "the old rank 0 to begin its hand-over", 10)
+    busy.cluster.start(0)  # beside the stopping pod: the saved instance is still held
+    assert old.wait(timeout=30) == 143
+    replacement = busy.replaced()
+    assert busy.states() == ["CA", "CA", "R", "R"]
+    assert "database is locked" not in replacement.log  # it never started a broker beside the old one
+    assert not list(busy.cluster.claim("flux-state").glob("dev.failed-*"))
+
+
+def test_a_queue_a_user_stopped_stays_stopped_across_a_replacement(minicluster: Make) -> None:
+    busy = Busy(minicluster)
+    busy.rank0.flux("queue", "stop", "--quiet", "--message=maintenance")
+    assert busy.rank0.terminate() == 143
+    assert "scheduling was stopped already (flux queue stop): it stays stopped" in busy.rank0.log
+    replacement = busy.cluster.start(0)
+    wait_until(replacement.ready, "the replacement's broker to be up", 60)
+    # Flux saves a stopped queue with the instance, but not its reason.
+    assert replacement.flux("queue", "status").splitlines()[-1] == "Scheduling is stopped"
+    assert busy.states()[2:] == ["S", "S"]
+
+
+def test_a_killed_rank0_comes_back_from_its_last_checkpoint_and_runs_what_waited(minicluster: Make) -> None:
+    """No hand-over: the running jobs end at the restart (Flux cannot reattach to them), the waiting
+    ones stay queued and run, and the history stays."""
+    busy = Busy(minicluster)
+    time.sleep(3)  # a checkpoint period has passed (stateVolume.checkpointPeriod): what came later would be lost
+    busy.rank0.kill()
+    busy.rank0.wait()
+    busy.cluster.start(0)
+    replacement = busy.replaced()
+    assert busy.states()[:2] != ["R", "R"]  # ended by the restart
+    assert "waiting up to" not in replacement.log  # a killed broker holds nothing
