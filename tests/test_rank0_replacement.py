@@ -141,35 +141,6 @@ def test_a_worker_that_had_joined_rejoins_with_a_fresh_budget_when_rank0_is_kill
     assert "giving up" not in run.stderr
 
 
-# -- ready means Flux is up -------------------------------------------------------------------------
-
-
-def probe(pods: Pods, pod_dir: Path) -> tuple[int, list[list[str]]]:
-    """The readiness probe as the kubelet runs it in the broker's container: its status, and what it ran."""
-    run = pods.run(0, "--ready", STANDIN_SAVED_INSTANCE="1", MC_STATE_DIR=str(pod_dir))
-    return run.status, [call["argv"] for call in run.calls]
-
-
-def test_ready_only_once_flux_says_the_broker_runs_then_at_the_cost_of_a_kill_0(tmp_path: Path) -> None:
-    cluster = SavedInstance(tmp_path)
-    assert probe(cluster.pods, cluster.pod_dir) == (1, [])  # no broker yet
-    started = cluster.start_rank0()
-    wait_for(lambda: instance_up(started[1]), "the instance")
-    assert probe(cluster.pods, cluster.pod_dir) == (0, [["uptime"]])
-    assert probe(cluster.pods, cluster.pod_dir) == (0, [])  # the same broker: Flux is not asked again
-    stop(started, saved=True)
-    assert probe(cluster.pods, cluster.pod_dir) == (1, [])
-
-
-def test_not_ready_while_the_broker_runs_but_flux_does_not_answer(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, command=None)
-    started = pods.start(0, STANDIN_START_BLOCK="1")
-    wait_for(lambda: starts(started[1]) == 1, "the broker")
-    status, ran = probe(pods, tmp_path / "state-0")  # the stand-in's uptime finds no instance: connection refused
-    assert (status, ran) == (1, [["uptime"]])
-    stop(started)
-
-
 def json_lines(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().split("\n")[:-1]] if log.exists() else []
 

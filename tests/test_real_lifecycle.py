@@ -8,7 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from tests.kubelet.pods import Kubelet, Pod, wait_until
+from tests.kubelet.pod import Pod, wait_until
+from tests.kubelet.pods import Kubelet
 
 pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]
@@ -44,6 +45,13 @@ def test_a_broker_is_not_ready_until_it_is_up_in_the_instance(minicluster: Make)
     wait_until(worker.ready, "the worker to be ready once it joined", 20)
     assert rank0.ready()
     assert online(rank0) == "0-1"
+
+
+def test_once_ready_the_probe_no_longer_asks_flux_only_whether_that_broker_runs(minicluster: Make) -> None:
+    """It runs every 2 s for the pod's life: after the broker is up, bash and kill -0 only."""
+    _, (rank0, _, _) = persistent(minicluster)
+    without_flux = rank0.exec("env", "MC_FLUX=/nonexistent/flux", *rank0.probe["exec"]["command"])
+    assert without_flux.returncode == 0
 
 
 def test_a_worker_is_not_ready_once_its_broker_is_gone_and_is_again_when_it_rejoined(minicluster: Make) -> None:

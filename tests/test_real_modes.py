@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from tests.kubelet.pods import Kubelet, wait_until
+from tests.kubelet.pod import wait_until
+from tests.kubelet.pods import Kubelet
 
 pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]

@@ -11,7 +11,8 @@ from collections.abc import Callable
 import pytest
 
 from flux_minicluster.config import lifecycle
-from tests.kubelet.pods import Kubelet, Pod, wait_until
+from tests.kubelet.pod import Pod, wait_until
+from tests.kubelet.pods import Kubelet
 
 pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]

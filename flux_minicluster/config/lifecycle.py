@@ -25,9 +25,10 @@ HAND_OVER_NOTE = "minicluster: rank 0's pod is stopping"
 
 READY_PERIOD = 2
 """Seconds between two runs of the readiness probe. Until the broker is up each run asks Flux
-(`flux uptime`); after that, only whether that broker still runs (bash and kill -0, a few ms)."""
+(`flux dmesg`: has it entered the run state?); after that, only whether that broker still runs (bash
+and kill -0, a few ms)."""
 READY_TIMEOUT = 10
-"""Seconds one probe may take (`flux uptime` connects to the local broker)."""
+"""Seconds one probe may take (`flux dmesg` connects to the local broker)."""
 
 LOG_PREFIX = "minicluster"
 """Every line the scripts log starts `<LOG_PREFIX>[rank N]: `."""

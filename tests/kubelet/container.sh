@@ -7,7 +7,8 @@
 #   - the volumes, mounted where the pod spec mounts them (read-only where it says so), over overlays
 #     of the host's top-level directories, so that no mount point is ever made on the host;
 #   - a /tmp of its own;
-#   - the user, group and supplementary groups the pod runs as, without privileges, where it says so.
+#   - the user, group and supplementary groups the pod runs as, without privileges, where it says so,
+#     and no passwd or group entry for them (as in an image that does not know the pod's user);
 # With --gate FILE, it waits there, ready, until the kubelet releases FILE's lock: the containers of a
 # cluster's pods then start at one instant, as on nodes that start them in parallel.
 # Its environment is the container's: it is passed through untouched.
@@ -76,6 +77,8 @@ mount --bind "$scratch/tmp" /tmp
 cd "$workdir"
 
 if ((${#user[@]})); then
+  sed -i -e "/^[^:]*:[^:]*:${user[0]}:/d" /etc/passwd
+  sed -i -e "/^[^:]*:[^:]*:${user[1]}:/d" -e "/^[^:]*:[^:]*:${user[2]}:/d" /etc/group
   exec setpriv --reuid="${user[0]}" --regid="${user[1]}" --groups="${user[2]}" --no-new-privs \
     --inh-caps=-all --bounding-set=-all -- "$@"
 fi

@@ -7,11 +7,10 @@ the Indexed Job gets:
   - the Flux container's volumes mounted at its mountPaths (volumes.py, container.sh), as its user;
   - the container's command as PID 1 of its own PID namespace: its stdout and stderr are the pod's
     log, and MC_LOG_SINK (/proc/1/fd/2) is that log too.
-`exec` is `kubectl exec`, `ready` runs the readiness probe, `terminate` is the kubelet's stop (SIGTERM,
-then SIGKILL after the grace period). Only the Flux container runs: init containers and sidecars need
+The pods themselves are pod.py's. Only the Flux container runs: init containers and sidecars need
 images this machine does not have.
 
-Everything is bounded in time, and `close` (also on a failed test: use the `kubelet` fixture) kills
+Everything is bounded in time, and `close` (also on a failed test: the tests' `minicluster` fixture calls it) kills
 every process and removes every namespace and mount the cluster made: killing a PID namespace's
 first process kills all of it, and its mounts go with its last process.
 """
@@ -20,113 +19,25 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import os
 import secrets
-import signal
 import subprocess
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from flux_minicluster.builders import manifests
+from flux_minicluster.builders import files, manifests, names
 from flux_minicluster.builders.names import BROKER_CONTAINER
 from flux_minicluster.config import certificate
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.kubelet.network import PodNetwork
+from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.volumes import Manifest, Volumes, container_env
 
 CONTAINER = Path(__file__).with_name("container.sh")
 FLUX = Path("/opt/flux/bin/flux")
 """Real flux-core, from ../shared/flux/install.sh."""
 INSTALL_FLUX = "../shared/flux/install.sh"
-
-
-def wait_until(condition: Any, what: str, timeout: float, poll: float = 0.02) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(poll)
-
-
-class Pod:
-    """One pod of the Job: its Flux container, running."""
-
-    def __init__(
-        self, name: str, hostname: str, process: subprocess.Popen[bytes], log: Path, exec_prefix: list[str],
-        container: Manifest,
-    ) -> None:  # fmt: skip
-        self.name, self.hostname, self.process, self.log_path = name, hostname, process, log
-        self.exec_prefix = exec_prefix  # enter the pod's namespaces, as its user, with its env
-        self.probe: Manifest = container["readinessProbe"]
-        self.at_gate = log.parent / "scratch" / "at-gate"  # container.sh is set up, waiting to start
-        self.started = time.monotonic()
-        self._pid: int | None = None
-
-    @property
-    def pid(self) -> int:
-        """The host's id of the container's first process (unshare forks it: PID 1 in the pod)."""
-        if self._pid is None:
-            children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
-            wait_until(lambda: self.process.poll() is not None or children.read_text().strip(), "PID 1", 10)
-            found = children.read_text().split() if self.process.poll() is None else []
-            if not found:
-                raise RuntimeError(f"pod {self.name} exited before it started:\n{self.log}")
-            self._pid = int(found[0])
-        return self._pid
-
-    @property
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def exec(self, *argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        """`kubectl exec POD -- ARGV`: in the container's namespaces, with its env, as its user."""
-        command = ["nsenter", f"--target={self.pid}", "--mount", "--uts", "--net", "--pid", "--", *self.exec_prefix]
-        command += argv
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-
-    def flux(self, *args: str, timeout: float = 30) -> str:
-        """A flux command run in the container against this pod's broker; its stdout. Fails if it fails."""
-        done = self.exec("env", f"FLUX_URI={manifests.LOCAL_URI}", "flux", *args, timeout=timeout)
-        if done.returncode != 0:
-            raise RuntimeError(f"flux {' '.join(args)} in {self.name} exited {done.returncode}: {done.stderr}")
-        return done.stdout
-
-    def ready(self) -> bool:
-        """The readiness probe, as the kubelet runs it (its exec command, within its timeout)."""
-        try:
-            probe = self.exec(*self.probe["exec"]["command"], timeout=self.probe.get("timeoutSeconds", 1))
-        except subprocess.TimeoutExpired:
-            return False
-        return probe.returncode == 0
-
-    def running(self) -> bool:
-        return self.process.poll() is None
-
-    def signal(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signum)
-
-    def wait(self, timeout: float = 60) -> int:
-        """The container's exit code as Kubernetes reports it (128 + the signal, when one killed it)."""
-        status = self.process.wait(timeout=timeout)
-        return 128 - status if status < 0 else status
-
-    def terminate(self, grace: float = 30) -> int:
-        """The kubelet stopping the pod: SIGTERM to PID 1, SIGKILL once the grace period is over."""
-        self.signal(signal.SIGTERM)
-        try:
-            return self.wait(grace)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return self.wait(10)
-
-    def kill(self) -> None:
-        """SIGKILL to PID 1: the kernel kills every process of the pod's PID namespace with it."""
-        if self.running():
-            self.signal(signal.SIGKILL)
 
 
 @dataclass(frozen=True)
@@ -255,6 +166,19 @@ class Kubelet:
     def pod(self, index: int) -> Pod:
         """The newest pod of `index`."""
         return [pod for pod in self.pods if pod.hostname == self.hostname(index)][-1]
+
+    def scale(self, size: int) -> None:
+        """What follows resize.sh in a resize (cluster/scale.py): the scale ConfigMap says the new size,
+        then the Job does, and the Job controller has the pods beyond it stopped (highest first) or
+        creates those up to it."""
+        data = files.scale_files(size, self.spec.min_size, self.spec.largest_size)
+        self.update("ConfigMap", names.scale_config_name(self.spec), data)
+        current, self.job["spec"]["parallelism"] = self.job["spec"]["parallelism"], size
+        self.job["spec"]["completions"] = size
+        for index in reversed(range(size, current)):
+            self.pod(index).terminate()
+        for index in range(current, size):
+            self.start(index)
 
     def claim(self, name: str) -> Path:
         """Where the claim `name` keeps its files on this machine (it outlives the pods)."""

@@ -3,7 +3,7 @@
 #
 # Usage: entrypoint.sh           start this pod's broker
 #        entrypoint.sh --ready   the readiness probe: exits 0 only while this pod's broker is up in the
-#                                instance (`flux uptime` says run)
+#                                instance (it reached the run state)
 #
 # Static: the Job configures it with MC_* variables (all required; defined in builders/files.py) and
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
@@ -143,14 +143,16 @@ run_broker() {
 }
 
 # The readiness probe. Until the broker is up it asks Flux; then it remembers which broker said so,
-# and asks only whether that broker still runs (run_broker forgets it when it exits).
+# and asks only whether that broker still runs (run_broker forgets it when it exits). The broker's own
+# log says when it entered the run state: `flux uptime` would say so too, but it crashes (flux-core
+# 0.88) when the instance's owner has no passwd entry, as the pods' user may not have.
 ready() {
-  local pid="" uptime
+  local pid="" log
   if [[ -r $state/broker.pid ]]; then pid=$(<"$state/broker.pid"); fi
   [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null || return 1
   if [[ -r $state/ready && $(<"$state/ready") == "$pid" ]]; then return 0; fi
-  uptime=$(FLUX_URI=$local_uri "$flux" uptime 2>/dev/null) || return 1
-  [[ " $uptime " == *" run "* ]] || return 1
+  log=$(FLUX_URI=$local_uri "$flux" dmesg 2>/dev/null) || return 1
+  [[ $log == *" quorum->run "* ]] || return 1
   printf '%s\n' "$pid" >"$state/ready"
 }
 

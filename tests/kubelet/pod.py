@@ -1,0 +1,101 @@
+"""One pod of the test kubelet, once started: `exec` is `kubectl exec`, `ready` runs the readiness
+probe, `terminate` is the kubelet's stop (SIGTERM, then SIGKILL after the grace period)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from flux_minicluster.builders import manifests
+from tests.kubelet.volumes import Manifest
+
+
+def wait_until(condition: Any, what: str, timeout: float, poll: float = 0.02) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(poll)
+
+
+class Pod:
+    """One pod of the Job: its Flux container, running."""
+
+    def __init__(
+        self, name: str, hostname: str, process: subprocess.Popen[bytes], log: Path, exec_prefix: list[str],
+        container: Manifest,
+    ) -> None:  # fmt: skip
+        self.name, self.hostname, self.process, self.log_path = name, hostname, process, log
+        self.exec_prefix = exec_prefix  # enter the pod's namespaces, as its user, with its env
+        self.probe: Manifest = container["readinessProbe"]
+        self.at_gate = log.parent / "scratch" / "at-gate"  # container.sh is set up, waiting to start
+        self.started = time.monotonic()
+        self._pid: int | None = None
+
+    @property
+    def pid(self) -> int:
+        """The host's id of the container's first process (unshare forks it: PID 1 in the pod)."""
+        if self._pid is None:
+            children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+            wait_until(lambda: self.process.poll() is not None or children.read_text().strip(), "PID 1", 10)
+            found = children.read_text().split() if self.process.poll() is None else []
+            if not found:
+                raise RuntimeError(f"pod {self.name} exited before it started:\n{self.log}")
+            self._pid = int(found[0])
+        return self._pid
+
+    @property
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def exec(self, *argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        """`kubectl exec POD -- ARGV`: in the container's namespaces, with its env, as its user."""
+        command = ["nsenter", f"--target={self.pid}", "--mount", "--uts", "--net", "--pid", "--", *self.exec_prefix]
+        command += argv
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+    def flux(self, *args: str, timeout: float = 30) -> str:
+        """A flux command run in the container against this pod's broker; its stdout. Fails if it fails."""
+        done = self.exec("env", f"FLUX_URI={manifests.LOCAL_URI}", "flux", *args, timeout=timeout)
+        if done.returncode != 0:
+            raise RuntimeError(f"flux {' '.join(args)} in {self.name} exited {done.returncode}: {done.stderr}")
+        return done.stdout
+
+    def ready(self) -> bool:
+        """The readiness probe, as the kubelet runs it (its exec command, within its timeout)."""
+        try:
+            probe = self.exec(*self.probe["exec"]["command"], timeout=self.probe.get("timeoutSeconds", 1))
+        except subprocess.TimeoutExpired:
+            return False
+        return probe.returncode == 0
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
+
+    def wait(self, timeout: float = 60) -> int:
+        """The container's exit code as Kubernetes reports it (128 + the signal, when one killed it)."""
+        status = self.process.wait(timeout=timeout)
+        return 128 - status if status < 0 else status
+
+    def terminate(self, grace: float = 30) -> int:
+        """The kubelet stopping the pod: SIGTERM to PID 1, SIGKILL once the grace period is over."""
+        self.signal(signal.SIGTERM)
+        try:
+            return self.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.wait(10)
+
+    def kill(self) -> None:
+        """SIGKILL to PID 1: the kernel kills every process of the pod's PID namespace with it."""
+        if self.running():
+            self.signal(signal.SIGKILL)
