@@ -68,15 +68,20 @@ def real_flux_missing() -> str | None:
 
 
 @pytest.fixture
-def minicluster(tmp_path: Path) -> Iterator[Callable[..., Kubelet]]:
-    """Makes a MiniCluster's pods from the base config with overrides (`secret_keys`: config keys given
-    as secrets), on real Flux; every one made is torn down after the test, whatever its outcome. Where
-    real Flux cannot run, the test is skipped with the reason, except in CI, where it fails."""
+def real_flux() -> None:
+    """Where real Flux cannot run, the test is skipped with the reason, except in CI, where it fails."""
     missing = real_flux_missing()
     if missing is not None:
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI runs every real-Flux test: {missing}")
         pytest.skip(missing)
+
+
+@pytest.fixture
+def minicluster(tmp_path: Path, real_flux: None) -> Iterator[Callable[..., Kubelet]]:
+    """Makes a MiniCluster's pods from the base config with overrides (`secret_keys`: config keys given
+    as secrets), on real Flux (see real_flux); every one made is torn down after the test, whatever its
+    outcome."""
     made: list[Kubelet] = []
 
     def make(secret_keys: tuple[str, ...] = (), **overrides: Any) -> Kubelet:

@@ -1,6 +1,7 @@
 """The real entrypoint as a MiniCluster's pods: local processes under bash, one per rank, sharing the
 files the Job mounts (built by the same builders), with stand-in `flux` and `sleep` at the process
-edge. Used by the entrypoint tests and by tests/bench/stop.py.
+edge: for the scripts' own logic (arguments, exit codes, retries, signals) in milliseconds. What Flux
+does with them is tested on real brokers (tests/kubelet).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from flux_minicluster.config import certificate, paths
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
-from tests.standins import saved_instance
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDINS = ROOT / "tests" / "standins"
@@ -147,8 +147,6 @@ def install_standins(bin_dir: Path, interpreter: str = sys.executable) -> Path:
 # -- stopping: SIGTERM as the kubelet sends it ----------------------------------------------------
 
 BLOCK = {"STANDIN_START_BLOCK": "1"}
-SAVED = {**BLOCK, "STANDIN_SAVED_INSTANCE": "1"}
-"""A broker that keeps its instance in its statedir (tests/standins/saved_instance.py)."""
 
 
 def wait_for(condition: Any, what: str, timeout: float = 10) -> None:
@@ -169,69 +167,12 @@ def starts(log: Path) -> int:
     return sum(1 for call in calls_of(log) if call.get("argv", [""])[0] == "start")
 
 
-def instance_up(log: Path) -> bool:
-    """A saved-instance broker (SAVED) has its instance up: it answers, and it stops cleanly."""
-    return any(call.get("instance") == "up" for call in calls_of(log))
-
-
-def stop(started: tuple[subprocess.Popen[str], Path], saved: bool = False) -> tuple[Run, float]:
-    """SIGTERM to the entrypoint once its broker runs (with `saved`, a SAVED broker: once its instance is
-    up), as the kubelet sends it; and how long it took to exit."""
+def stop(started: tuple[subprocess.Popen[str], Path]) -> tuple[Run, float]:
+    """SIGTERM to the entrypoint once its broker runs, as the kubelet sends it; and how long it took to
+    exit."""
     process, log = started
     wait_for(lambda: starts(log) > 0, "the broker to start")
-    if saved:
-        wait_for(lambda: instance_up(log), "the instance to be up")
     sent = time.monotonic()
     process.send_signal(signal.SIGTERM)
     run = Pods.wait(started)
     return run, time.monotonic() - sent
-
-
-# -- a persistent instance whose rank 0 keeps its state on a volume ------------------------------
-
-
-class SavedInstance:
-    """A persistent MiniCluster of 4 brokers whose rank 0 keeps its state on a volume."""
-
-    def __init__(self, tmp: Path) -> None:
-        self.tmp = tmp
-        self.pods = Pods(tmp, command=None)
-        self.volume = tmp / "volume"
-        self.volume.mkdir()
-        self.saved = self.volume / "dev"  # the statedir: <volume>/<name>
-        self.pods_started = 0
-
-    @property
-    def pod_dir(self) -> Path:
-        """The latest rank 0 pod's own state directory (an emptyDir: each pod has a new one)."""
-        return self.tmp / f"rank0-pod-{self.pods_started}"
-
-    def start_rank0(self, **env: str) -> tuple[subprocess.Popen[str], Path]:
-        self.pods_started += 1
-        return self.pods.start(0, **SAVED, MC_STATE_VOLUME=str(self.volume), MC_STATE_DIR=str(self.pod_dir), **env)
-
-    def flux(self, *args: str) -> str:
-        """A command a user runs in rank 0's container (kubectl exec), through the broker's socket."""
-        env = {**os.environ, "FLUX_URI": f"local://{self.pod_dir}/run/local", "STANDIN_SAVED_INSTANCE": "1",
-               "STANDIN_LOG": str(self.tmp / "user.jsonl"), "MC_STATE_DIR": str(self.tmp / "user")}  # fmt: skip
-        (self.tmp / "user").mkdir(exist_ok=True)
-        done = subprocess.run([str(self.pods.bin / "flux"), *args], env=env, capture_output=True, text=True, check=True)
-        return done.stdout.strip()
-
-    def state(self) -> dict[str, Any]:
-        """The saved instance, read as a transaction (never a write half-done)."""
-        with saved_instance.transaction(str(self.saved)):
-            state: dict[str, Any] = json.loads((self.saved / "content.sqlite").read_text())
-        return state
-
-    def jobs(self) -> dict[str, tuple[str, str]]:
-        return {job["id"]: (job["state"], job.get("note", "")) for job in self.state()["jobs"]}
-
-    def busy(self, **env: str) -> tuple[subprocess.Popen[str], Path]:
-        """Rank 0 up, with two jobs running on all four nodes and two waiting."""
-        started = self.start_rank0(**env)
-        wait_for(lambda: instance_up(started[1]), "the instance to be up")
-        for _ in range(4):
-            self.flux("submit", "-N", "2", "sleep", "inf")
-        assert [state for state, _ in self.jobs().values()] == ["RUN", "RUN", "SCHED", "SCHED"]
-        return started

@@ -8,6 +8,7 @@ import sys
 import pytest
 
 from tests.bench import sizes as bench
+from tests.bench import stop as bench_stop
 from tests.kube_api import Cluster
 
 
@@ -40,22 +41,21 @@ def test_the_command_prints_a_ratio_table() -> None:
     assert second.startswith("| 10 |")
 
 
-def test_the_stop_benchmark_prints_each_pods_time_from_sigterm_to_exit_and_to_a_replacement_taking_jobs() -> None:
+@pytest.mark.realflux
+def test_the_stop_benchmark_times_each_stop_on_real_brokers(real_flux: None) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "tests.bench.stop", "--runs", "2"],
-        capture_output=True, text=True, check=True,
+        [sys.executable, "-m", "tests.bench.stop", "--runs", "1"],
+        capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
     header, _rule, worker, rank0, replaced = result.stdout.strip().splitlines()
     assert header == "| what | runs | min (ms) | median (ms) | max (ms) |"
-    rows = (
-        (worker, "worker: SIGTERM to exit"),
-        (rank0, "rank 0: SIGTERM to exit (marks 3 workers, stops scheduling, cancels running jobs)"),
-        (replaced, "rank 0: SIGTERM to its replacement's instance taking jobs again"),
-    )
-    for row, label in rows:
+    labels = [label for label, _ in bench_stop.MEASURES]
+    # Within: a worker stops at once; rank 0 hands over and shuts the instance down cleanly.
+    rows = ((worker, labels[0], 2000), (rank0, labels[1], 5000), (replaced, labels[2], 15000))
+    for row, label, within in rows:
         cells = [cell.strip() for cell in row.strip("|").split("|")]
-        assert cells[:2] == [label, "2"]
-        assert all(0 < int(ms) < 2000 for ms in cells[2:])  # "within about a second"
+        assert cells[:2] == [label, "1"]
+        assert all(0 < int(ms) < within for ms in cells[2:])
 
 
 def test_the_admission_benchmark_stays_fast_on_a_large_cluster() -> None:

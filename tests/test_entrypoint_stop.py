@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.pods import BLOCK, SAVED, Pods, starts, stop, wait_for
+from tests.pods import BLOCK, Pods, starts, stop, wait_for
 
 # -- stopping, and losing pods (issue 13) ---------------------------------------------------------
 
@@ -27,31 +27,6 @@ def test_a_broker_told_to_stop_is_not_restarted_by_the_retry_loop(tmp_path: Path
     assert len(run.subcommand("start")) == 1
     assert run.status == 143
     assert "try 2/" not in run.stderr
-
-
-def test_rank0_told_to_stop_marks_every_worker_to_rejoin_stops_scheduling_and_cancels_running_jobs(
-    tmp_path: Path,
-) -> None:
-    pods = Pods(tmp_path, command=None)
-    workers = [tmp_path / f"state-{rank}" for rank in (1, 2, 3)]
-    for directory in workers:
-        directory.mkdir()
-    run, took = stop(pods.start(0, **SAVED, STANDIN_EXEC_ON=" ".join(map(str, workers))), saved=True)
-    assert took < 2
-    uri = f"local://{tmp_path / 'state-0'}/run/local"
-    steps = [call for call in run.calls if "argv" in call or "signal" in call]
-    after_start = steps[[call.get("argv", [""])[0] for call in steps].index("start") + 1 :]
-    marked, status, stopped, cancelled, told = after_start
-    assert marked["argv"] == ["exec", "-r", "all", "touch", str(tmp_path / "state-0" / "rejoin")]
-    assert status["argv"] == ["queue", "status"]
-    assert stopped["argv"] == ["queue", "stop", "--quiet", "--message=minicluster: rank 0's pod is stopping"]
-    assert cancelled["argv"] == ["cancel", "--user=all", "--states=running",
-                                 "--message=minicluster: rank 0's pod is stopping"]  # fmt: skip
-    assert marked["env"]["FLUX_URI"] == stopped["env"]["FLUX_URI"] == cancelled["env"]["FLUX_URI"] == uri
-    assert told["signal"] == "TERM"  # the broker hears of it only after the workers were marked
-    assert all((directory / "rejoin").exists() for directory in workers)
-    assert "cancelling the running jobs: rank 0's pod is stopping" in run.stderr
-    assert run.status == 143
 
 
 def test_a_worker_marked_to_rejoin_starts_its_broker_again_instead_of_completing(tmp_path: Path) -> None:

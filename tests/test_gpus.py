@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -60,17 +59,6 @@ def test_gpus_per_task_go_to_flux_submit() -> None:
 def test_rank0_submits_the_command_with_gpus_per_task(tmp_path: Path) -> None:
     run = Pods(tmp_path, gpus=2, tasks=8, gpusPerTask=1).run(0)
     assert run.start[-7:] == ["flux", "submit", "--watch", "-N4", "-n8", "-g1", "hostname"]
-
-
-def test_the_resource_set_has_the_pods_gpus_and_hwlocs_cores(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, size=2, maxSize=3, command=None, gpus=2)
-    run = pods.run(1, STANDIN_CORES="16")
-    assert run.status == 0, run.stderr
-    counted, encoded = run.subcommand("R")[:2], run.subcommand("R")[2:]  # a pipeline: its two run side by side
-    assert sorted(counted) == [["R", "decode", "--count=core"], ["R", "encode", "--local"]]
-    assert encoded == [["R", "encode", "--hosts=dev-[0-2]", "--cores=0-15", "--gpus=0-1"]]
-    written = json.loads((tmp_path / "state-1" / "R").read_text())
-    assert written["execution"]["R_lite"] == [{"rank": "0-2", "children": {"core": "0-15", "gpu": "0-1"}}]
 
 
 def test_a_pod_whose_resource_set_cannot_be_written_stops_before_its_broker(tmp_path: Path) -> None:

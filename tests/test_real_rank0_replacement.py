@@ -4,9 +4,12 @@ still stopping beside it (tests/kubelet runs the pods; the claim outlives them).
 
 from __future__ import annotations
 
+import fcntl
 import signal
+import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -110,3 +113,43 @@ def test_a_killed_rank0_comes_back_from_its_last_checkpoint_and_runs_what_waited
     replacement = busy.replaced()
     assert busy.states()[:2] != ["R", "R"]  # ended by the restart
     assert "waiting up to" not in replacement.log  # a killed broker holds nothing
+
+
+def test_a_replacement_gives_up_when_the_saved_instance_stays_held_and_touches_nothing(minicluster: Make) -> None:
+    busy = Busy(minicluster)
+    assert busy.rank0.terminate() == 143
+    claim = busy.cluster.claim("flux-state")
+    before = snapshot(claim / "dev")
+    with (claim / "dev.lock").open("a") as lock:  # a broker this test stands for holds it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        replacement = busy.cluster.start(0, env={"MC_STATE_LOCK_WAIT": "1"})
+        assert replacement.wait(timeout=30) == 1
+    assert "another broker still holds /var/lib/minicluster-state/dev after 1s: not starting a second one" in (
+        replacement.log
+    )
+    assert "restarting the instance" not in replacement.log
+    assert snapshot(claim / "dev") == before
+    assert not list(claim.glob("dev.failed-*"))
+
+
+def test_one_failed_start_from_the_saved_state_does_not_throw_it_away(minicluster: Make) -> None:
+    """The broker's own transient failure: its database is locked (by another process, here this test's
+    sqlite connection) when it starts, and the next try finds it free."""
+    busy = Busy(minicluster)
+    assert busy.rank0.terminate() == 143
+    database = sqlite3.connect(busy.cluster.claim("flux-state") / "dev" / "content.sqlite", timeout=0)
+    database.execute("BEGIN EXCLUSIVE")
+    try:
+        replacement = busy.cluster.start(0)
+        wait_until(lambda: "did not start (status 1, try 1/3)" in replacement.log, "the first start to fail", 30)
+    finally:
+        database.rollback()
+        database.close()
+    assert "database is locked" in replacement.log
+    busy.replaced()
+    assert busy.states() == ["CA", "CA", "R", "R"]
+    assert not list(busy.cluster.claim("flux-state").glob("dev.failed-*"))
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(directory)): path.read_bytes() for path in directory.rglob("*") if path.is_file()}

@@ -4,10 +4,12 @@ ConfigMap and the Job (cluster/scale.py), and the pods that go or come afterward
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from flux_minicluster.config import lifecycle, paths
+from tests.kubelet import faults
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
 
@@ -16,9 +18,11 @@ Make = Callable[..., Kubelet]
 SHRINK_REASON = "minicluster: shrinking to 2 brokers"
 
 
-def elastic(minicluster: Make) -> tuple[Kubelet, Pod]:
+def elastic(minicluster: Make, **overrides: Any) -> tuple[Kubelet, Pod]:
     """A persistent MiniCluster of 4 brokers, which may grow to 6."""
-    cluster = minicluster(command=None, maxSize=6)
+    cluster = minicluster(command=None, maxSize=6, **overrides)
+    if "fluxPath" in overrides:
+        faults.install(cluster.claim(faults.CLAIM))
     pods = cluster.start_all()
     wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
     return cluster, pods[0]
@@ -100,3 +104,57 @@ def test_with_policy_cancel_a_shrink_cancels_the_job_on_a_rank_that_goes(miniclu
     assert f"cancelling the jobs running on ranks 2-3 (shrinkPolicy cancel): {going}" in said
     wait_until(lambda: state(rank0, going) == "CA", "the job to be cancelled", 10)
     assert state(rank0, staying) == "R"
+
+
+def test_a_grow_onto_ranks_never_drained_undrains_nothing(minicluster: Make) -> None:
+    _, rank0 = elastic(minicluster)
+    rank0.flux("resource", "drain", "1", "bad disk")
+    status, said = resize(rank0, 4, 6)
+    assert status == 0
+    assert said.strip().splitlines() == ["minicluster[rank 0]: growing from 4 to 6 brokers"]
+    assert drained(rank0) == {"1": "bad disk"}
+
+
+def test_a_grow_undrains_the_ranks_that_come_back_and_leaves_an_admins_drain_elsewhere(minicluster: Make) -> None:
+    _, rank0 = elastic(minicluster)
+    assert resize(rank0, 4, 2)[0] == 0
+    rank0.flux("resource", "drain", "1", "bad disk")
+    assert resize(rank0, 2, 4)[0] == 0
+    assert drained(rank0) == {"1": "bad disk"}
+
+
+# -- when a flux call fails (faulty_flux.sh: real Flux, one call made to fail) ------------------------
+
+
+def test_a_failing_drain_stops_the_resize_with_flux_s_own_message(minicluster: Make) -> None:
+    cluster, rank0 = elastic(minicluster, **faults.config())
+    faults.inject(cluster.claim(faults.CLAIM), "resource drain", "1")
+    status, said = resize(rank0, 4, 2)
+    assert status == 1
+    assert "flux-resource: injected fault" in said
+    assert "error: cannot drain ranks 2-3" in said
+    assert drained(rank0) == {}
+
+
+def test_a_job_listing_that_fails_mid_shrink_undrains_what_it_drained_and_stops(minicluster: Make) -> None:
+    cluster, rank0 = elastic(minicluster, **faults.config())
+    job = job_on(rank0, 3)
+    wait_until(lambda: state(rank0, job) == "R", "the job to run", 10)
+    faults.inject(cluster.claim(faults.CLAIM), "jobs", "0", "1")  # the first listing works, the next fails
+    status, said = resize(rank0, 4, 2)
+    assert status == 1
+    assert f"waiting up to 20s for the jobs running on ranks 2-3 to finish (shrinkPolicy wait): {job}" in said
+    assert "error: cannot list the running jobs" in said
+    assert drained(rank0) == {}
+    assert state(rank0, job) == "R"
+
+
+def test_cancelled_jobs_that_do_not_end_call_the_shrink_off(minicluster: Make) -> None:
+    cluster, rank0 = elastic(minicluster, **faults.config())
+    job = job_on(rank0, 3)
+    wait_until(lambda: state(rank0, job) == "R", "the job to run", 10)
+    faults.inject(cluster.claim(faults.CLAIM), "cancel", "ignored")  # Flux took the cancel and never acted
+    status, said = resize(rank0, 4, 2, policy="cancel", timeout=2)
+    assert status == lifecycle.CALLED_OFF
+    assert f"the shrink to 2 brokers is called off: after 2s these jobs still run on ranks 2-3: {job}" in said
+    assert drained(rank0) == {}

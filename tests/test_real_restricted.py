@@ -43,6 +43,7 @@ def test_a_persistent_restricted_instance_takes_work_and_its_state_is_the_users(
     assert rank0.flux("run", "-N2", "id", "-u").split() == ["1000", "1000"]
     saved = cluster.claim("state") / "dev"
     assert saved.stat().st_uid == USER and (saved / "content.sqlite").stat().st_uid == USER
+    assert (cluster.claim("state") / "dev.lock").stat().st_uid == USER  # the claim is the user's through fsGroup
     assert rank0.exec("id", "-u").stdout.strip() == "1000"  # kubectl exec is the pod's user too
     assert rank0.terminate() == 143 and worker.terminate() == 143
     assert [written_outside_volumes(pod) for pod in (rank0, worker)] == [[], []]

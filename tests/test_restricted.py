@@ -24,7 +24,7 @@ from tests.conftest import config
 from tests.harness import refused_problems
 from tests.kube_api import Cluster
 from tests.pod_security_standard import violations
-from tests.pods import SAVED, Pods, stop
+from tests.pods import Pods
 from tests.schemas import assert_conforms
 from tests.test_admission import FOUR
 
@@ -164,23 +164,6 @@ def test_the_entrypoint_runs_as_a_non_root_user_writing_only_its_volumes(pod_dir
     private = state / "curve.cert"
     assert (private.stat().st_uid, private.stat().st_mode & 0o777) == (USER, 0o600)
     assert (state / "R").stat().st_uid == USER
-
-
-@pytest.mark.skipif(os.getuid() != 0, reason="switching to another user needs root")
-def test_rank0_keeps_its_state_on_a_volume_it_owns_through_fs_group(pod_dir: Path) -> None:
-    pods = Pods(pod_dir, command=None, size=1, securityProfile="restricted", stateVolume={"claimName": "flux-state"},
-                user=USER)  # fmt: skip
-    volume, state = pod_dir / "volume", pod_dir / "state-0"
-    volume.mkdir()
-    os.chown(volume, 0, USER)  # what fsGroup makes of a claim's root: group-owned, group-writable, setgid
-    volume.chmod(0o2775)
-    state.mkdir()
-    state.chmod(0o777)
-    run, _ = stop(pods.start(0, **SAVED, MC_STATE_VOLUME=str(volume)), saved=True)
-    assert run.status == 143, run.stderr
-    saved = volume / "dev"
-    assert saved.is_dir() and saved.stat().st_uid == USER and (saved / "content.sqlite").exists()
-    assert Path(f"{saved}.lock").stat().st_uid == USER
 
 
 def test_a_namespace_that_enforces_pod_security_is_told_which_setting_fits_it(kube_api: Cluster) -> None:

@@ -1,12 +1,11 @@
 """The Scale resource (issue 11), driven over gRPC as the engine drives it, with the real client in the
-plugin process against the API stand-in; the stand-in's exec runs the real resize.sh with a
-stand-in `flux` that keeps an instance's drained ranks and jobs."""
+plugin process against the API stand-in. Where the resource execs resize.sh in rank 0, the stand-in's
+exec runs it in rank 0 of a persistent MiniCluster on real Flux (tests/kubelet), as the kubelet would."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,10 +14,10 @@ from flux_minicluster.builders.names import labels
 from flux_minicluster.config import paths
 from flux_minicluster.resources import scale
 from tests.kube_api import Cluster, StandIn, ready, unschedulable
-from tests.pods import Pods
+from tests.kubelet.pod import Pod, wait_until
+from tests.kubelet.pods import Kubelet
 from tests.provider_plugin import DIFF_SOME, ProviderPlugin, grpc_error
 from tests.test_operate import BROKER, DEV, broker_pod, job
-from tests.test_resize_entrypoint import Instance
 
 SCALE = "pulumi-python:dynamic/minicluster:Scale"
 FULL = "0/3 nodes are available: 3 Insufficient cpu."
@@ -32,16 +31,12 @@ def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
 
 
 class Running:
-    """A MiniCluster of `size` ready brokers in the stand-in; its Job controller makes pods as told."""
+    """A MiniCluster of `size` ready brokers in the stand-in; its Job controller makes pods as told.
+    With `rank0` (real_rank0), exec into rank 0 runs there; without it, there is nothing to exec into."""
 
-    def __init__(self, api: Cluster, tmp: Path, size: int, new_pods: Any = ready, instance: Instance | None = None):
-        self.api, self.tmp = api, tmp
+    def __init__(self, api: Cluster, size: int, new_pods: Any = ready, rank0: Pod | None = None):
+        self.api, self.rank0 = api, rank0
         self.execs: list[list[str]] = []
-        self.instance = instance or Instance(tmp)
-        self.pods = Pods(tmp, command=None, size=size, maxSize=8)
-        (tmp / "state-0").mkdir()
-        self.log = tmp / "rank0.log"
-        self.log.write_text("")  # the container log: rank 0 writes to its first process's stderr
         api.add_job({**job(), "spec": {**job()["spec"], "completions": size, "parallelism": size}})
         api.config_maps[("default", "dev-scale-x1")] = {
             "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dev-scale-x1", "namespace": "default"},
@@ -61,16 +56,28 @@ class Running:
                 api._store_pod(broker_pod(rank, status, node="node-1" if new_pods is ready else None), "ADDED")
 
         api.job_controller = controller
-        api.exec_handler = self.run_entrypoint
+        api.exec_handler = self.run_in_rank0
 
-    def run_entrypoint(self, pod: dict[str, Any], command: list[str]) -> tuple[str, str, int | None]:
+    def run_in_rank0(self, pod: dict[str, Any], command: list[str]) -> tuple[str, str, int | None]:
         self.execs.append(command)
         assert command[:2] == ["/bin/bash", paths.RESIZE]
         assert pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"] == "0"
-        run = self.pods.run(
-            0, *command[2:], script="resize.sh", STANDIN_INSTANCE=str(self.instance.path), MC_LOG_SINK=str(self.log)
-        )
-        return "", run.stderr, run.status
+        assert self.rank0 is not None, "this test's cluster has no rank 0 to exec into"
+        done = self.rank0.exec(*command, timeout=60)
+        return done.stdout, done.stderr, done.returncode
+
+    def drained(self) -> dict[str, str]:
+        assert self.rank0 is not None
+        listing = self.rank0.flux("resource", "drain", "-n", "-o", "{ranks} {reason}")
+        return dict(line.split(" ", 1) for line in listing.splitlines())
+
+    def job_on(self, ranks: str, nodes: int, seconds: str = "inf") -> str:
+        """A job running on `ranks` of the real instance."""
+        assert self.rank0 is not None
+        job_id = self.rank0.flux("submit", f"-N{nodes}", f"--requires=rank:{ranks}", "sleep", seconds).strip()
+        wait_until(lambda: self.rank0 is not None and self.rank0.flux("jobs", "-no", "{status_abbrev}", job_id).strip()
+                   == "R", f"job {job_id} to run", 10)  # fmt: skip
+        return job_id
 
     @property
     def job_size(self) -> tuple[int, int]:
@@ -83,6 +90,14 @@ class Running:
 
     def patches(self) -> list[str]:
         return [path.rsplit("/", 2)[-2] for path, _ in self.api.field_managers]
+
+
+def real_rank0(minicluster: Any, size: int) -> Pod:
+    """Rank 0 of a persistent MiniCluster of `size` brokers on real Flux, which may grow to 8."""
+    cluster: Kubelet = minicluster(command=None, size=size, maxSize=8)
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    return pods[0]
 
 
 def inputs(plugin: ProviderPlugin, **overrides: Any) -> dict[str, Any]:
@@ -99,8 +114,8 @@ def api(api_server: StandIn) -> Cluster:
     return api_server.cluster.reset()
 
 
-def test_create_waits_for_the_brokers_and_changes_nothing(plugin: ProviderPlugin, api: Cluster, tmp_path: Path) -> None:
-    cluster = Running(api, tmp_path, 4)
+def test_create_waits_for_the_brokers_and_changes_nothing(plugin: ProviderPlugin, api: Cluster) -> None:
+    cluster = Running(api, 4)
     resource_id, outs = plugin.create(inputs(plugin))
     assert resource_id == "default/dev"
     assert outs["outcome"] == "all 4 brokers are ready"
@@ -109,34 +124,36 @@ def test_create_waits_for_the_brokers_and_changes_nothing(plugin: ProviderPlugin
     assert cluster.config_data == {"size": "4", "quorum": "4"}
 
 
+@pytest.mark.realflux
 def test_a_grow_undrains_writes_the_size_then_scales_the_job_and_waits(
-    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+    plugin: ProviderPlugin, api: Cluster, minicluster: Any
 ) -> None:
-    drained = {"4": "minicluster: shrinking to 4 brokers", "5": "minicluster: shrinking to 4 brokers"}
-    cluster = Running(api, tmp_path, 4, instance=Instance(tmp_path, drained=drained))
+    cluster = Running(api, 4, rank0=real_rank0(minicluster, 4))
+    cluster.rank0.flux("resource", "drain", "4-5", "minicluster: shrinking to 4 brokers")  # type: ignore[union-attr]
     outs = plugin.update("default/dev", inputs(plugin), inputs(plugin, size=6))
     assert outs["outcome"].splitlines() == [
         "growing from 4 to 6 brokers: undraining ranks 4-5, drained when the cluster shrank",
         "all 6 brokers are ready",
     ]
     assert cluster.execs == [["/bin/bash", "/etc/minicluster/run/resize.sh", "4", "6", "wait", "600"]]
-    assert cluster.instance.drained == {}
+    assert cluster.drained() == {}
     assert cluster.patches() == ["configmaps", "jobs"]  # the new pods read the new size
     assert cluster.job_size == (6, 6)
     assert cluster.config_data == {"size": "6", "quorum": "6"}
     assert {manager for _, manager in api.field_managers} == {"minicluster-scale"}
-    assert (tmp_path / "rank0.log").read_text().startswith("minicluster[rank 0]: growing from 4 to 6")
+    assert "minicluster[rank 0]: growing from 4 to 6" in cluster.rank0.log  # type: ignore[union-attr]
 
 
+@pytest.mark.realflux
 def test_a_shrink_waits_for_the_work_on_the_ranks_that_go_then_scales_down(
-    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+    plugin: ProviderPlugin, api: Cluster, minicluster: Any
 ) -> None:
-    instance = Instance(tmp_path, jobs=[{"id": "fLong", "ranks": "3-5", "polls": 2}])
-    cluster = Running(api, tmp_path, 6, instance=instance)
+    cluster = Running(api, 6, rank0=real_rank0(minicluster, 6))
+    long = cluster.job_on("3-5", 3, seconds="3")
     outs = plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=4))
     assert outs["outcome"].splitlines() == [
         "shrinking from 6 to 4 brokers: draining ranks 4-5, so that no new work starts there",
-        "waiting up to 600s for the jobs running on ranks 4-5 to finish (shrinkPolicy wait): fLong",
+        "waiting up to 600s for the jobs running on ranks 4-5 to finish (shrinkPolicy wait): " + long,
         "the jobs on ranks 4-5 have ended: the shrink goes ahead",
         "all 4 brokers are ready",
     ]
@@ -145,34 +162,40 @@ def test_a_shrink_waits_for_the_work_on_the_ranks_that_go_then_scales_down(
     assert sorted(pod["metadata"]["name"] for pod in api.pods.values()) == [f"dev-{r}-abcde" for r in range(4)]
 
 
+@pytest.mark.realflux
 def test_a_shrink_called_off_changes_nothing_and_says_which_jobs_run(
-    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+    plugin: ProviderPlugin, api: Cluster, minicluster: Any
 ) -> None:
-    cluster = Running(api, tmp_path, 6, instance=Instance(tmp_path, jobs=[{"id": "fStuck", "ranks": "5"}]))
+    cluster = Running(api, 6, rank0=real_rank0(minicluster, 6))
+    stuck = cluster.job_on("5", 1)
     details = grpc_error(
         lambda: plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=4, shrinkTimeout=1))
     )
-    assert "the shrink to 4 brokers is called off: after 1s these jobs still run on ranks 4-5: fStuck" in details
+    assert f"the shrink to 4 brokers is called off: after 1s these jobs still run on ranks 4-5: {stuck}" in details
     assert "Nothing changed: the cluster stays at 6 brokers" in details
     assert "set minicluster:shrinkPolicy to cancel" in details
     assert cluster.patches() == [] and cluster.job_size == (6, 6)
-    assert cluster.instance.drained == {}
+    assert cluster.drained() == {}
 
 
+@pytest.mark.realflux
 def test_with_policy_cancel_the_shrink_cancels_the_jobs_and_says_so(
-    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+    plugin: ProviderPlugin, api: Cluster, minicluster: Any
 ) -> None:
-    cluster = Running(api, tmp_path, 6, instance=Instance(tmp_path, jobs=[{"id": "fGone", "ranks": "4-5"}]))
+    rank0 = real_rank0(minicluster, 6)
+    cluster = Running(api, 6, rank0=rank0)
+    gone = cluster.job_on("4-5", 2)
     outs = plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=5, shrinkPolicy="cancel"))
-    assert "cancelling the jobs running on ranks 5 (shrinkPolicy cancel): fGone" in outs["outcome"]
-    assert cluster.instance.jobs[0]["cancelled"] == "minicluster: the cluster shrank to 5 brokers"
+    assert f"cancelling the jobs running on ranks 5 (shrinkPolicy cancel): {gone}" in outs["outcome"]
+    assert "minicluster: the cluster shrank to 5 brokers" in rank0.flux("job", "eventlog", gone)
     assert cluster.job_size == (5, 5)
 
 
+@pytest.mark.realflux
 def test_a_grow_whose_pods_cannot_be_scheduled_is_rolled_back(
-    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+    plugin: ProviderPlugin, api: Cluster, minicluster: Any
 ) -> None:
-    cluster = Running(api, tmp_path, 4, new_pods=unschedulable(FULL))
+    cluster = Running(api, 4, new_pods=unschedulable(FULL), rank0=real_rank0(minicluster, 4))
     details = grpc_error(lambda: plugin.update("default/dev", inputs(plugin), inputs(plugin, size=6)))
     assert f"the new pods could not be scheduled for 1s (minicluster:scheduleTimeout): Unschedulable: {FULL}" in details
     assert "The grow was rolled back: the cluster stays at 4 brokers (rank 4-5 not added)" in details
@@ -181,10 +204,8 @@ def test_a_grow_whose_pods_cannot_be_scheduled_is_rolled_back(
     assert len(api.pods) == 4
 
 
-def test_without_a_running_rank0_a_shrink_has_nothing_to_drain(
-    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
-) -> None:
-    cluster = Running(api, tmp_path, 6)
+def test_without_a_running_rank0_a_shrink_has_nothing_to_drain(plugin: ProviderPlugin, api: Cluster) -> None:
+    cluster = Running(api, 6)
     api.pods.pop(("default", "dev-0-abcde"))
     api.job_controller = None
     details = grpc_error(
@@ -194,8 +215,8 @@ def test_without_a_running_rank0_a_shrink_has_nothing_to_drain(
     assert "after 1s (minicluster:jobTimeout) 3 of 4 brokers are ready; ranks 4, 5 are still going" in details
 
 
-def test_a_finished_job_is_not_resized(plugin: ProviderPlugin, api: Cluster, tmp_path: Path) -> None:
-    cluster = Running(api, tmp_path, 4)
+def test_a_finished_job_is_not_resized(plugin: ProviderPlugin, api: Cluster) -> None:
+    cluster = Running(api, 4)
     api.jobs[("default", "dev")]["status"] = job("Complete")["status"]
     outs = plugin.update("default/dev", inputs(plugin), inputs(plugin, size=6))
     assert outs["outcome"] == "the Job has completed: there is no running cluster to resize"
@@ -212,18 +233,19 @@ def test_a_size_change_is_an_update_and_a_new_job_name_a_replacement(plugin: Pro
     assert list(renamed.replaces) == ["job"]
 
 
-def test_refresh_reads_the_size_the_job_has(plugin: ProviderPlugin, api: Cluster, tmp_path: Path) -> None:
-    Running(api, tmp_path, 5)  # scaled outside Pulumi (kubectl)
+def test_refresh_reads_the_size_the_job_has(plugin: ProviderPlugin, api: Cluster) -> None:
+    Running(api, 5)  # scaled outside Pulumi (kubectl)
     _, props = plugin.read("default/dev", inputs(plugin))
     assert props["size"] == 5
     assert json.dumps(props).count("uid-1") == 1
 
 
+@pytest.mark.realflux
 def test_a_size_the_api_server_refuses_leaves_the_cluster_as_it_was(
-    plugin: ProviderPlugin, api: Cluster, tmp_path: Path
+    plugin: ProviderPlugin, api: Cluster, minicluster: Any
 ) -> None:
     """An API server without elastic Indexed Jobs (before 1.27) refuses to change completions."""
-    cluster = Running(api, tmp_path, 6)
+    cluster = Running(api, 6, rank0=real_rank0(minicluster, 6))
     immutable = 'Job.batch "dev" is invalid: spec.completions: Invalid value: 4: field is immutable'
     api.fail("PATCH", "/jobs/dev$", 422, immutable)
     details = grpc_error(lambda: plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=4)))
@@ -231,5 +253,5 @@ def test_a_size_the_api_server_refuses_leaves_the_cluster_as_it_was(
     assert "The cluster stays at 6 brokers" in details
     assert cluster.job_size == (6, 6)
     assert cluster.config_data == {"size": "6", "quorum": "6"}
-    assert cluster.instance.drained == {}  # drained for the shrink, then undrained
+    assert cluster.drained() == {}  # drained for the shrink, then undrained
     assert [command[2:4] for command in cluster.execs] == [["6", "4"], ["4", "6"]]

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
-"""How long from SIGTERM to the entrypoint's exit? The real entrypoint under bash, as a worker and as
-rank 0 of a persistent cluster (which first marks three workers to rejoin, stops scheduling and
-cancels the running jobs), with the tests' stand-in `flux`. And how long from rank 0's SIGTERM until
-its replacement's instance, restarted from the state volume, takes jobs again (scheduling started
-again). It measures the entrypoint's own part: a real broker's clean stop and start, and Kubernetes
-making the replacement pod, come on top of it.
+"""How long from SIGTERM to a broker pod's exit, and from rank 0's SIGTERM to its replacement taking
+jobs again? Real Flux brokers in the Job's pods on this machine (tests/kubelet): a persistent
+MiniCluster of 4 brokers whose rank 0 keeps its state on a claim, with two jobs running on all four
+nodes and two waiting. Timed: a worker's exit; rank 0's exit (it marks the workers to rejoin, stops
+scheduling, cancels the running jobs, then its broker shuts the instance down); and, with the
+replacement pod started at once beside the stopping one (as Kubernetes does without
+podReplacementPolicy Failed), until the two queued jobs run on the restarted instance. Kubernetes'
+own part (the kubelet's stop, scheduling the replacement, pulling its image) comes on top.
 
-    venv/bin/python -m tests.bench.stop                 # 10 runs each
-    venv/bin/python -m tests.bench.stop --runs 30
+    venv/bin/python -m tests.bench.stop                 # 5 runs each
+    venv/bin/python -m tests.bench.stop --runs 10
+
+Needs root (namespaces) and real Flux (../shared/flux/install.sh).
 """
 
 from __future__ import annotations
@@ -20,66 +24,86 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from tests.pods import BLOCK, Pods, SavedInstance, instance_up, stop, wait_for  # the entrypoint tests' harness
+from flux_minicluster.config.loader import load_spec
+from tests.conftest import config
+from tests.kubelet.pod import wait_until
+from tests.kubelet.pods import Kubelet
+from tests.test_real_rank0_replacement import Busy
 
-WORKERS = (1, 2, 3)
+STOPPED = 143
 
 
-def time_to_exit(rank: int) -> float:
-    """Seconds from SIGTERM to the exit of one entrypoint, whose broker was running."""
+def busy_cluster(directory: Path) -> tuple[Busy, list[Kubelet]]:
+    made: list[Kubelet] = []
+
+    def make(**overrides: Any) -> Kubelet:
+        spec = load_spec({f"minicluster:{key}": value for key, value in config(**overrides).items()}, "dev")
+        made.append(Kubelet(directory / f"cluster-{len(made)}", spec))
+        return made[-1]
+
+    return Busy(make), made
+
+
+def measured(measure: Callable[[Busy], float]) -> float:
     with tempfile.TemporaryDirectory() as directory:
-        tmp = Path(directory)
-        pods = Pods(tmp, command=None)
-        env = dict(BLOCK)
-        if rank == 0:
-            for worker in WORKERS:
-                (tmp / f"state-{worker}").mkdir()
-            env["STANDIN_EXEC_ON"] = " ".join(str(tmp / f"state-{worker}") for worker in WORKERS)
-        run, took = stop(pods.start(rank, **env))
-        if run.status != 143:
-            raise RuntimeError(f"rank {rank} exited {run.status}, not 143:\n{run.stderr}")
-        return took
+        busy, made = busy_cluster(Path(directory))
+        try:
+            return measure(busy)
+        finally:
+            for kubelet in made:
+                kubelet.close()
 
 
-def time_to_taking_jobs() -> float:
-    """Seconds from rank 0's SIGTERM (two jobs running, two waiting) until its replacement, started at
-    once beside the stopping pod, has scheduling started again."""
-    with tempfile.TemporaryDirectory() as directory:
-        cluster = SavedInstance(Path(directory))
-        old = cluster.busy()
-        sent = time.monotonic()
-        old[0].send_signal(signal.SIGTERM)
-        replacement = cluster.start_rank0()
+def worker_exit(busy: Busy) -> float:
+    worker = busy.cluster.pod(1)
+    sent = time.monotonic()
+    if worker.terminate() != STOPPED:
+        raise RuntimeError(f"the worker did not exit {STOPPED}:\n{worker.log}")
+    return time.monotonic() - sent
 
-        # Up, then started: the replacement's instance loads the queue its predecessor stopped.
-        def taking_jobs() -> bool:
-            return instance_up(replacement[1]) and bool(cluster.state()["queue"]["started"])
 
-        wait_for(taking_jobs, "scheduling to start again", timeout=60)
-        took = time.monotonic() - sent
-        if Pods.wait(old).status != 143:
-            raise RuntimeError("the old rank 0 did not exit 143")
-        stop(replacement, saved=True)
-        return took
+def rank0_exit(busy: Busy) -> float:
+    sent = time.monotonic()
+    if busy.rank0.terminate() != STOPPED:
+        raise RuntimeError(f"rank 0 did not exit {STOPPED}:\n{busy.rank0.log}")
+    return time.monotonic() - sent
+
+
+def replacement_taking_jobs(busy: Busy) -> float:
+    old = busy.rank0
+    sent = time.monotonic()
+    old.signal(signal.SIGTERM)
+    busy.cluster.start(0)
+    replacement = busy.cluster.pod(0)
+    wait_until(replacement.ready, "the replacement's broker to be up", 60)
+    wait_until(lambda: busy.states()[2:] == ["R", "R"], "the queued jobs to run", 30)
+    took = time.monotonic() - sent
+    if old.wait(timeout=30) != STOPPED:
+        raise RuntimeError(f"the old rank 0 did not exit {STOPPED}:\n{old.log}")
+    return took
+
+
+MEASURES: tuple[tuple[str, Callable[[Busy], float]], ...] = (
+    ("worker: SIGTERM to exit", worker_exit),
+    ("rank 0: SIGTERM to exit (marks 3 workers, stops scheduling, cancels 2 running jobs, shuts down)", rank0_exit),
+    ("rank 0: SIGTERM to its replacement running the 2 queued jobs", replacement_taking_jobs),
+)
 
 
 def table(runs: int) -> str:
     lines = ["| what | runs | min (ms) | median (ms) | max (ms) |", "| --- | ---: | ---: | ---: | ---: |"]
-    measures: tuple[tuple[str, Callable[[], float]], ...] = (
-        ("worker: SIGTERM to exit", lambda: time_to_exit(1)),
-        ("rank 0: SIGTERM to exit (marks 3 workers, stops scheduling, cancels running jobs)", lambda: time_to_exit(0)),
-        ("rank 0: SIGTERM to its replacement's instance taking jobs again", time_to_taking_jobs),
-    )
-    for label, measure in measures:
-        times = [measure() * 1000 for _ in range(runs)]
+    for label, measure in MEASURES:
+        times = [measured(measure) * 1000 for _ in range(runs)]
         lines.append(f"| {label} | {runs} | {min(times):.0f} | {statistics.median(times):.0f} | {max(times):.0f} |")
+        print(lines[-1], file=sys.stderr, flush=True)  # progress: each run brings a cluster up
     return "\n".join(lines)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--runs", type=int, default=10, help="runs per pod (default 10)")
+    parser.add_argument("--runs", type=int, default=5, help="runs of each (default 5)")
     print(table(parser.parse_args().runs))
     return 0
 

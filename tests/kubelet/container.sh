@@ -66,15 +66,18 @@ for ((i = 0; i < ${#mounts[@]}; i += 3)); do
   if [[ $mode == ro ]]; then mount -o remount,bind,ro "$target"; fi
 done
 
-if [[ -n $gate ]]; then
-  touch "$scratch/at-gate"
-  flock --shared "$gate" true
-fi
-
-# Last: the volumes' sources, the scratch directory and the gate are in the host's /tmp.
+# The gate is opened before /tmp is covered (it lives in the host's /tmp, as do the volumes' sources
+# and the scratch directory): past the gate, only the command's own start remains, as with a runtime.
+# /proc/self/fd/N reaches the scratch directory itself, under whatever covers its name.
+if [[ -n $gate ]]; then exec {gate_fd}<"$gate" {scratch_fd}<"$scratch"; fi
 mkdir -p "$scratch/tmp" && chmod 1777 "$scratch/tmp"
 mount --bind "$scratch/tmp" /tmp
 cd "$workdir"
+if [[ -n $gate ]]; then
+  touch "/proc/self/fd/$scratch_fd/at-gate"
+  flock --shared "$gate_fd"
+  exec {gate_fd}<&- {scratch_fd}<&-
+fi
 
 if ((${#user[@]})); then
   sed -i -e "/^[^:]*:[^:]*:${user[0]}:/d" /etc/passwd
