@@ -5,17 +5,11 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
 
+from flux_minicluster.config import production
+from flux_minicluster.config.problem import Problem
 from flux_minicluster.config.rules import DNS_LABEL_MAX, DNS_NAME_MAX
 from flux_minicluster.config.spec import RESERVED_CONTAINERS, MiniClusterSpec
-
-
-class Problem(NamedTuple):
-    key: str
-    """The config key at fault, as users write it (stateVolume.hostPath)."""
-    message: str
-    """The whole line, naming its keys (minicluster:...)."""
 
 
 def problems(spec: MiniClusterSpec) -> list[Problem]:
@@ -166,13 +160,7 @@ def _state_volume(spec: MiniClusterSpec) -> Iterator[Problem]:
         )
 
 
-def _production(spec: MiniClusterSpec) -> Iterator[Problem]:
-    from flux_minicluster.config import production  # its rules yield this module's Problem
-
-    return production.problems(spec)
-
-
 RULES: tuple[Callable[[MiniClusterSpec], Iterator[Problem]], ...] = (
     _sizes, _elastic_only, _names, _modes, _certificate, _containers, _ports_and_paths, _overlay, _state_volume,
-    _production,
+    production.problems,
 )  # fmt: skip

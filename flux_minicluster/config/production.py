@@ -1,5 +1,5 @@
 """The rules across keys for production clusters: GPUs, the restricted Pod Security profile, gang
-scheduling. Each yields consistency.Problem (key, message); consistency.problems checks them with the
+scheduling. Each yields a Problem (key, message); consistency.problems checks them with the
 rest once every key is valid on its own. Pure."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from flux_minicluster.config import rules
-from flux_minicluster.config.consistency import Problem
+from flux_minicluster.config.problem import Problem
 from flux_minicluster.config.spec import MiniClusterSpec, gpu_names
 
 Found = Iterator[Problem]
