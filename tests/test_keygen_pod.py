@@ -140,6 +140,24 @@ def test_an_image_without_flux(kube_api: Cluster) -> None:
     assert len(deleted(kube_api)) == 1
 
 
+def test_a_container_that_ended_before_the_exec_is_reported_by_its_exit_not_as_an_api_failure(
+    kube_api: Cluster,
+) -> None:
+    """The kubelet answers 500 to an exec into a container that has ended: the pod says why it ended."""
+    kube_api.kubelet = kubelet(Step(0.02, status=running()), Step(0.01, status=finished(127), log="flux: not found\n"))
+
+    def exec_arrives_late(number: int) -> None:  # the container ends before the exec reaches the kubelet
+        if kube_api.requests[number - 1][1].endswith("/exec"):
+            time.sleep(0.1)
+
+    kube_api.on_request = exec_arrives_late
+    message = failure()
+    assert "has no `flux` command (exit 127)" in message
+    assert "API server failed" not in message
+    assert any(path.endswith("/exec") for _, path, _ in kube_api.requests)  # it did try the exec
+    assert len(deleted(kube_api)) == 1
+
+
 def test_a_failed_pod_shows_its_last_log_lines_without_key_material(kube_api: Cluster) -> None:
     leaked = f'flux-keygen: error\n    secret-key = "{CERT.secret_key}"\nflux-keygen: Permission denied\n'
     kube_api.kubelet = kubelet(Step(0.02, status=finished(1), log=leaked))

@@ -179,6 +179,9 @@ def _certificate_by_exec(run: _Run, name: str, container: str, image: str, timeo
     try:
         stdout, stderr, code = run.read_certificate(name, container, timeout)
     except Exception as error:
+        ended = _ended(run, name)  # the kubelet refuses exec into a container that has ended: say why it ended
+        if ended is not None:
+            raise KeygenError(_failure(run, name, ended, image)) from None
         doing = "reading the certificate from the keygen pod through the exec API"
         raise KeygenError(f"{_api_problem(error, run.namespace, doing, EXEC_NEEDS)}; the pod was deleted") from None
     if code != 0:
@@ -191,6 +194,15 @@ def _certificate_by_exec(run: _Run, name: str, container: str, image: str, timeo
         return parse(stdout)
     except CertificateError as error:
         raise KeygenError(f"the keygen pod's certificate is not usable: {error}") from None
+
+
+def _ended(run: _Run, name: str) -> Any | None:
+    """The pod's status if it has ended (one more read; None if it runs or cannot be read)."""
+    try:
+        status = run.read(name).status
+    except Exception:
+        return None
+    return status if status.phase in DONE else None
 
 
 def _running(status: Any) -> bool:
