@@ -29,7 +29,7 @@ from urllib.parse import parse_qs, urlparse
 
 import yaml
 
-from tests import admission_plugins, schemas
+from tests import admission_plugins, pod_security_standard, schemas
 
 Json = dict[str, Any]
 SCHEMA_VERSION = "1.33.0"
@@ -78,6 +78,8 @@ class Cluster:
     jobs: dict[tuple[str, str], Json] = field(default_factory=dict)
     config_maps: dict[tuple[str, str], Json] = field(default_factory=dict)
     crds: set[str] = field(default_factory=set)
+    pod_security: dict[str, str] = field(default_factory=dict)
+    """Namespaces labelled pod-security.kubernetes.io/enforce=restricted: {namespace: "restricted"}."""
     """Installed custom resources, as group/version/plural (scheduling.volcano.sh/v1beta1/podgroups)."""
     existing: set[tuple[str, str, str]] = field(default_factory=set)
     """(resource, namespace, name) of objects that exist, for the create of any kind but pods and jobs."""
@@ -113,6 +115,7 @@ class Cluster:
                           self.field_managers, self.webhooks):  # fmt: skip
                 items.clear()
             self.crds.clear()
+            self.pod_security.clear()
             self.existing.clear()
             self.namespaces = {"default"}
             self.kubelet = self.exec_handler = self.on_request = self.job_controller = None
@@ -373,6 +376,10 @@ class _Handler(BaseHTTPRequestHandler):
         metadata = pod["metadata"]
         metadata.setdefault("name", metadata.get("generateName", "pod-") + secrets.token_hex(3)[:5])
         metadata["namespace"] = ns
+        refused = self._pod_security(ns, pod)
+        if refused:
+            self._status(403, refused)
+            return
         if self.query.get("dryRun") == "All":
             self._dry_run(ns, pod)
             return
@@ -384,6 +391,18 @@ class _Handler(BaseHTTPRequestHandler):
             answer = json.dumps(stored).encode()
         threading.Thread(target=self.cluster._run_kubelet, args=(stored,), daemon=True).start()
         self._send(201, answer)
+
+    def _pod_security(self, ns: str, pod: Json) -> str:
+        """The Pod Security admission of a namespace that enforces a level: it judges pods only (a Job's
+        pod template gets a warning, not a refusal), a dry run as a create, with the controls' names
+        from the documentation (tests/pod_security_standard.py)."""
+        level = self.cluster.pod_security.get(ns)
+        broken = pod_security_standard.violations(pod["spec"]) if level == "restricted" else []
+        if not broken:
+            return ""
+        return (
+            f'pods "{pod["metadata"]["name"]}" is forbidden: violates PodSecurity "{level}:latest": {", ".join(broken)}'
+        )
 
     def create_object(self, ns: str, body: Json, resource: str, group: str = "", version: str = "v1") -> None:
         """A create with dryRun=All of any kind but a pod, as the API server answers it: a built-in kind

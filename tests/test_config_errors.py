@@ -80,6 +80,8 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("env-name-bad", {"environment": {"1BAD": "x"}}, "minicluster:environment: '1BAD' is not a valid environment variable name"),
     ("env-name-reserved", {"environment": {"MC_SIZE": "9"}}, "minicluster:environment: 'MC_SIZE': names starting MC_ are reserved for the entrypoint"),
     ("resource-name-bad", {"resources": {"limits": {"CPU!": "1"}}}, "minicluster:resources.limits: 'CPU!' is not a resource name"),
+    ("resource-without-domain", {"resources": {"limits": {"gpu": 1}}}, "minicluster:resources.limits: 'gpu' is not a standard resource for containers (cpu, memory, ephemeral-storage, hugepages-<size>), and an extended resource needs its domain: nvidia.com/gpu"),
+    ("sidecar-resource-without-domain", {"containers": [{"name": "side", "image": "busybox:1", "resources": {"requests": {"gpu": 1}}}]}, "minicluster:containers[0].resources.requests: 'gpu' is not a standard resource for containers"),
     ("quantity-bad", {"resources": {"requests": {"memory": "8 GB"}}}, "minicluster:resources.requests: memory: '8 GB' is not a Kubernetes quantity"),
     ("quantity-negative", {"resources": {"requests": {"cpu": "-1"}}}, "minicluster:resources.requests: cpu: '-1' is not a Kubernetes quantity"),
     ("two-flux-containers", {"containers": [{"name": "app", "image": "app:1", "runFlux": True}]}, "minicluster:containers[0].runFlux: only one container runs Flux, the one given by minicluster:image and minicluster:command"),

@@ -90,10 +90,65 @@ def test_a_gang_whose_podgroup_kind_is_installed_goes_ahead(kube_api: Cluster) -
     ]
 
 
-def test_a_namespace_that_does_not_exist_is_refused(kube_api: Cluster) -> None:
+def test_a_namespace_that_does_not_exist_is_refused_once(kube_api: Cluster) -> None:
     found = verdict(namespace="hpc")
+    assert found.refused == (
+        "the API server refuses MiniCluster 'dev' (a dry run):\n"
+        "  - namespace 'hpc' does not exist: create it, or set minicluster:namespace\n"
+        "Nothing was created."
+    )
+
+
+# -- admission policies judge the pods: before anything is created, whatever minicluster:admission says --
+
+
+def test_a_namespace_that_enforces_pod_security_stops_pulumi_up_before_anything_is_created(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.pod_security["default"] = "restricted"
+    message, deployment = deploy_rejected(config(admission="warn"))
+    lines = message.splitlines()
+    assert lines[0] == "the API server refuses MiniCluster 'dev' (a dry run):"
+    assert lines[1].startswith("  - an admission policy of namespace 'default' refuses the broker pods: pods "
+                               '"dev-admission" is forbidden: violates PodSecurity "restricted:latest": ')  # fmt: skip
+    assert lines[2].startswith("  - an admission policy of namespace 'default' refuses the keygen pod: pods ")
+    assert lines[3:] == [
+        "  - the namespace enforces a Pod Security Standard: minicluster:securityProfile restricted makes every pod "
+        "the MiniCluster creates satisfy the restricted one",
+        "Nothing was created.",
+    ]
+    assert "does not fit" not in message and "autoscaler" not in message and "access denied" not in message
+    assert deployment.resources == []
+
+
+def test_with_security_profile_restricted_that_namespace_takes_every_pod(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.pod_security["default"] = "restricted"
+    assert verdict(securityProfile="restricted") == admission.Verdict()
+    dry_run_pods = [
+        body for method, path, body in kube_api.requests if method == "POST" and path.endswith("/pods") and body
+    ]
+    assert sorted(pod["metadata"].get("name", pod["metadata"].get("generateName")) for pod in dry_run_pods) == [
+        "dev-admission", "dev-admission", "dev-keygen-",
+    ]  # fmt: skip  # the broker pod (the dry run, then the room's), the keygen pod
+
+
+def test_a_webhook_that_denies_the_keygen_pod_stops_pulumi_up(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    denial = 'admission webhook "validation.gatekeeper.sh" denied the request: [allowed-repos] image not allowed'
+    kube_api.fail("POST", "/pods$", 403, denial)
+    found = verdict()
     assert found.refused is not None
-    assert "  - namespace 'hpc' does not exist: create it, or set minicluster:namespace" in found.refused
+    assert f"  - an admission policy of namespace 'default' refuses the keygen pod: {denial}\n" in found.refused
+    assert "securityProfile" not in found.refused
+
+
+def test_a_quota_that_refuses_a_pod_is_left_to_the_room_check(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.fail("POST", "/pods$", 403, 'pods "dev-admission" is forbidden: exceeded quota: compute, requested: cpu=4')
+    found = verdict(admission="warn")
+    assert found.refused is None
+    (warning,) = found.warnings
+    assert warning.startswith("MiniCluster 'dev' does not fit the cluster as it is:")
 
 
 def test_without_the_right_to_dry_run_it_says_so_and_goes_on_to_the_room(kube_api: Cluster) -> None:

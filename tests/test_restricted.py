@@ -16,17 +16,14 @@ import pytest
 import yaml
 
 from flux_minicluster.builders import manifests
-from flux_minicluster.cluster import admission
 from flux_minicluster.config import certificate, stack_file
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
 from tests.harness import refused_problems
-from tests.kube_api import Cluster
 from tests.pod_security_standard import violations
 from tests.pods import Pods
 from tests.schemas import assert_conforms
-from tests.test_admission import FOUR
 
 Json = dict[str, Any]
 
@@ -164,16 +161,3 @@ def test_the_entrypoint_runs_as_a_non_root_user_writing_only_its_volumes(pod_dir
     private = state / "curve.cert"
     assert (private.stat().st_uid, private.stat().st_mode & 0o777) == (USER, 0o600)
     assert (state / "R").stat().st_uid == USER
-
-
-def test_a_namespace_that_enforces_pod_security_is_told_which_setting_fits_it(kube_api: Cluster) -> None:
-    kube_api.nodes = FOUR
-    violation = ('violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false (container "flux-broker" '
-                 'must set securityContext.allowPrivilegeEscalation=false)')  # fmt: skip
-    kube_api.fail("POST", "/pods$", 403, f'pods "dev-admission" is forbidden: {violation}')
-    found = admission.check(spec_of(admission="refuse"), None)
-    assert found.refused is not None
-    assert (
-        f"namespace default refuses even one broker pod: {violation} (minicluster:securityProfile restricted"
-        in found.refused
-    )

@@ -3,8 +3,13 @@ before anything is created. Its validation, its admission (policy webhooks, quot
 and its API (is a gang's PodGroup kind installed?) judge each object; nothing is stored. The config
 checks refuse what they know Kubernetes refuses; this asks the cluster itself.
 
+The pods go too: one broker pod as the Job asks for it, and the keygen pod. An admission policy that
+refuses them (Pod Security, a validating webhook, Kyverno, Gatekeeper) judges a workload's pods only
+when they are created, after the Job was: here it stops `pulumi up` first. What else refuses a pod
+(a LimitRange, a quota) is a matter of room, left to the admission check.
+
 An object that exists already (a later `pulumi up`) is Pulumi's to update: its AlreadyExists says
-nothing. Secret values are never sent: placeholders stand in for them.
+nothing. Secret values are never sent: placeholders stand in for them. Each problem is said once.
 """
 
 from __future__ import annotations
@@ -20,9 +25,14 @@ CREATE = {
     "ConfigMap": ("CoreV1Api", "create_namespaced_config_map"),
     "Service": ("CoreV1Api", "create_namespaced_service"),
     "Job": ("BatchV1Api", "create_namespaced_job"),
+    "Pod": ("CoreV1Api", "create_namespaced_pod"),
 }
 """The built-in kinds the program creates, by the client call that creates each; others are custom."""
 PLURALS = {"PodGroup": "podgroups"}
+RESTRICTED_FITS = (
+    "the namespace enforces a Pod Security Standard: minicluster:securityProfile restricted makes every pod "
+    "the MiniCluster creates satisfy the restricted one"
+)
 PLACEHOLDER_CERTIFICATE = "(not sent: a dry run judges the Secret, not its key)"
 RBAC_DENIAL = "cannot create resource"
 """In the RBAC authorizer's refusal ('User "u" cannot create resource "jobs" ...'): a refusal of the
@@ -33,19 +43,24 @@ class Skipped(RuntimeError):
     """The dry run could not judge the objects (no access, no answer): the message says why."""
 
 
-def refusals(api_client: Any, spec: MiniClusterSpec, timeout: tuple[float, float] = kube.REQUEST_TIMEOUT) -> list[str]:
-    """Why the API server would refuse objects of this MiniCluster, one line each (none: it takes them
-    all). Raises Skipped when it cannot tell."""
+def refusals(
+    api_client: Any, spec: MiniClusterSpec, pods: list[manifests.Manifest],
+    timeout: tuple[float, float] = kube.REQUEST_TIMEOUT,
+) -> list[str]:  # fmt: skip
+    """Why the API server would refuse objects of this MiniCluster or an admission policy its `pods`,
+    one line per problem (none: it takes them all). Raises Skipped when it cannot tell."""
     objects = [rendering.without_secret_values(obj) for obj in manifests.all_objects(spec, PLACEHOLDER_CERTIFICATE)]
-    found = []
-    for obj in objects:
+    found: dict[str, None] = {}  # in order, each once: a missing namespace refuses every object alike
+    for obj in [*objects, *pods]:
         try:
             _create(api_client, obj, timeout)
         except Exception as error:
             refusal = _refusal(obj, kube.problem(error), spec)
             if refusal:
-                found.append(refusal)
-    return found
+                found[refusal] = None
+    if any(kube.POD_SECURITY in line for line in found) and not spec.restricted:
+        found[RESTRICTED_FITS] = None
+    return list(found)
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> None:
@@ -64,7 +79,8 @@ def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, floa
 
 
 def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str | None:
-    what = f"the {obj['kind']} {obj['metadata']['name']!r}"
+    metadata = obj["metadata"]
+    what = f"the {obj['kind']} {metadata.get('name') or metadata['generateName'] + '*'!r}"
     if found.kind == "conflict":  # it exists: Pulumi updates or replaces it
         return None
     if found.kind == "not-found" and f'namespaces "{spec.namespace}" not found' in found.detail:
@@ -74,8 +90,17 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
             f"the cluster has no {obj['kind']} of {obj['apiVersion']} (its CRD is not installed): install "
             f"{spec.scheduler.gang if spec.scheduler else 'it'}, or unset minicluster:scheduler"
         )
+    if obj["kind"] == "Pod":
+        return _policy_refusal(obj, found, spec) if kube.by_policy(found) else None
     if found.kind == "rejected" or (found.kind == "denied" and RBAC_DENIAL not in found.detail):
         return f"{what}: {found.detail}"
     needs = "create (a dry run) on what the MiniCluster creates"
     said = kube.describe(found, doing=f"a dry run of {what}", namespace=spec.namespace, needs=needs)
     raise Skipped(said)
+
+
+def _policy_refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str:
+    """An admission policy refuses pods of the MiniCluster: no autoscaler adds room for that."""
+    containers = [container["name"] for container in obj["spec"]["containers"]]
+    which = "the keygen pod" if manifests.KEYGEN_CONTAINER in containers else "the broker pods"
+    return f"an admission policy of namespace {spec.namespace!r} refuses {which}: {found.detail}"

@@ -48,6 +48,17 @@ class ApiProblem:
         return self.kind == "unreachable"
 
 
+POD_SECURITY = "violates PodSecurity"
+"""In the Pod Security admission's refusal: 'pods "x" is forbidden: violates PodSecurity "restricted:latest": ...'."""
+_WEBHOOK_DENIAL = re.compile(r'admission webhook "[^"]+" denied the request')
+
+
+def by_policy(found: ApiProblem) -> bool:
+    """The refusal is an admission policy's (Pod Security, a validating webhook such as Kyverno's or
+    Gatekeeper's), not RBAC's: its 403 is no lack of rights, and no autoscaler helps."""
+    return POD_SECURITY in found.detail or bool(_WEBHOOK_DENIAL.search(found.detail))
+
+
 def describe(
     found: ApiProblem, *, doing: str, namespace: str = "", needs: str = "", context: str = "", host: str = ""
 ) -> str:
@@ -55,6 +66,8 @@ def describe(
     keygen pod"); `needs`: the RBAC verbs it takes; `context`: where the user picks the cluster."""
     said = f"{found.status}: {found.detail}" if found.status else found.detail
     where = f" in namespace {namespace!r}" if namespace else ""
+    if by_policy(found):
+        return f"an admission policy{where} refuses it ({said}) while {doing}"
     if found.kind == "unreachable":
         at = f" at {host}" if host else ""
         check = f"check `kubectl cluster-info` and {context or 'the kubernetes:context setting'}"

@@ -88,6 +88,26 @@ def shell_words(value: str) -> list[str]:
         raise ValueError(f"cannot be split into words like a shell line: {error}") from None
 
 
+STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+"""With hugepages-<size>, the only names without a domain that the API server takes on a container."""
+
+
+def container_resources(value: Mapping[str, str | int | float]) -> dict[str, str]:
+    """A container's requests or limits, with names the API server takes on a container."""
+    for name in value:
+        if (
+            RESOURCE_NAME.match(name)
+            and "/" not in name
+            and name not in STANDARD_CONTAINER_RESOURCES
+            and (not name.startswith("hugepages-"))
+        ):
+            raise ValueError(
+                f"{name!r} is not a standard resource for containers (cpu, memory, ephemeral-storage, "
+                f"hugepages-<size>), and an extended resource needs its domain: nvidia.com/{name}, amd.com/{name}"
+            )
+    return quantities(value)
+
+
 def quantities(value: Mapping[str, str | int | float]) -> dict[str, str]:
     for name, quantity in value.items():
         if not RESOURCE_NAME.match(name):

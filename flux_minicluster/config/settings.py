@@ -61,7 +61,7 @@ class Resources(Model):
     @field_validator("requests", "limits")
     @classmethod
     def _quantities(cls, value: dict[str, str | int | float]) -> dict[str, str]:
-        return rules.quantities(value)
+        return rules.container_resources(value)
 
     @model_validator(mode="after")
     def _as_the_api_server_checks_them(self) -> Resources:
