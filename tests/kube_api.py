@@ -486,11 +486,17 @@ class _Handler(BaseHTTPRequestHandler):
         self._page("LimitRangeList", [lr for lr in self.cluster.limit_ranges if lr["metadata"]["namespace"] == ns])
 
     def _watch_pods(self, ns: str) -> None:
+        """As the API server watches: from `resourceVersion`, every change after it (so none between a
+        list and its watch is lost); without one, the pods as they are (ADDED), then the changes."""
         deadline = time.monotonic() + float(self.query.get("timeoutSeconds", "1800"))
         self._chunks()
+        since = self.query.get("resourceVersion")
         with self.cluster.lock:
-            initial = [pod for (space, _), pod in self.cluster.pods.items() if space == ns and self._selected(pod)]
-            cursor = self.cluster.version
+            if since:
+                initial, cursor = [], int(since)
+            else:
+                initial = [pod for (space, _), pod in self.cluster.pods.items() if space == ns and self._selected(pod)]
+                cursor = self.cluster.version
         for pod in initial:
             self._chunk(json.dumps({"type": "ADDED", "object": pod}).encode() + b"\n")
         while (left := deadline - time.monotonic()) > 0:

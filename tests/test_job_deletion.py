@@ -73,16 +73,36 @@ def terminating(api: Cluster) -> None:
 def test_delete_returns_once_the_job_and_its_pods_are_gone(plugin: ProviderPlugin, api: Cluster) -> None:
     terminating(api)
 
-    def controllers_finish() -> None:
+    def controllers_finish() -> None:  # the Job goes, then its pods, as the garbage collector and kubelets end them
         time.sleep(1.5)
         with api.lock:
             api.jobs.clear()
-            api.pods.clear()
+            for namespace, name in list(api.pods):
+                api.delete_pod(namespace, name)
 
     threading.Thread(target=controllers_finish, daemon=True).start()
     started = time.monotonic()
     plugin.delete("default/dev", plugin.with_provider(inputs()))
-    assert 1.5 <= time.monotonic() - started < 5  # it waited for them, and no longer
+    assert 1.5 <= time.monotonic() - started < 2.0  # it waited for them, and returned within 0.5 s of the last
+
+
+def test_with_foreground_deletion_the_job_that_outlives_its_pods_is_waited_for(
+    plugin: ProviderPlugin, api: Cluster
+) -> None:
+    terminating(api)
+
+    def controllers_finish() -> None:  # foreground deletion: the pods first, the Job a moment after
+        time.sleep(0.5)
+        for namespace, name in list(api.pods):
+            api.delete_pod(namespace, name)
+        time.sleep(0.5)
+        with api.lock:
+            api.jobs.clear()
+
+    threading.Thread(target=controllers_finish, daemon=True).start()
+    started = time.monotonic()
+    plugin.delete("default/dev", plugin.with_provider(inputs()))
+    assert 1.0 <= time.monotonic() - started < 1.5
 
 
 def test_delete_of_a_job_already_gone_returns_at_once(plugin: ProviderPlugin, api: Cluster) -> None:

@@ -5,6 +5,8 @@ exec runs it in rank 0 of a persistent MiniCluster on real Flux (tests/kubelet),
 from __future__ import annotations
 
 import json
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +15,7 @@ import pytest
 from flux_minicluster.builders.names import labels
 from flux_minicluster.config import paths
 from flux_minicluster.resources import scale
-from tests.kube_api import Cluster, StandIn, ready, unschedulable
+from tests.kube_api import Cluster, StandIn, ready, running, unschedulable
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
 from tests.provider_plugin import DIFF_SOME, ProviderPlugin, grpc_error
@@ -47,9 +49,9 @@ class Running:
 
         def controller(patched: dict[str, Any]) -> None:
             wanted = patched["spec"]["completions"]
-            for key, pod in list(api.pods.items()):
+            for (namespace, name), pod in list(api.pods.items()):
                 if int(pod["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]) >= wanted:
-                    del api.pods[key]
+                    api.delete_pod(namespace, name)
             have = {int(p["metadata"]["labels"]["batch.kubernetes.io/job-completion-index"]) for p in api.pods.values()}
             for rank in set(range(wanted)) - have:
                 status = new_pods(BROKER) if new_pods is ready else new_pods
@@ -122,6 +124,32 @@ def test_create_waits_for_the_brokers_and_changes_nothing(plugin: ProviderPlugin
     assert cluster.execs == [] and cluster.job_size == (4, 4)
     assert cluster.patches() == ["configmaps"]  # the scale data, written as it already was
     assert cluster.config_data == {"size": "4", "quorum": "4"}
+
+
+def test_create_returns_as_soon_as_the_last_broker_is_ready(plugin: ProviderPlugin, api: Cluster) -> None:
+    """Woken by the pods' changes (a watch), not by a poll: within 0.5 s of the last broker's readiness."""
+    Running(api, 4, new_pods=running(BROKER))
+    for (namespace, name), pod in list(api.pods.items()):  # started, not yet ready: their brokers join
+        api.delete_pod(namespace, name)
+        api.add_pod({**pod, "status": running(BROKER)})
+
+    def brokers_join() -> None:  # 0.3 s after the resource first looks at the pods
+        while not any(method == "GET" and path.endswith("/pods") for method, path, _ in list(api.requests)):
+            time.sleep(0.01)
+        time.sleep(0.3)
+        for rank in range(4):
+            with api.lock:
+                pod = api.pods[("default", f"dev-{rank}-abcde")]
+                pod["status"] = ready(BROKER)
+                api._record("MODIFIED", pod)
+        joined.append(time.monotonic())
+
+    joined: list[float] = []
+    threading.Thread(target=brokers_join, daemon=True).start()
+    _, outs = plugin.create(inputs(plugin))
+    returned = time.monotonic()
+    assert outs["outcome"] == "all 4 brokers are ready"
+    assert 0 <= returned - joined[0] < 0.5
 
 
 @pytest.mark.realflux
@@ -206,7 +234,7 @@ def test_a_grow_whose_pods_cannot_be_scheduled_is_rolled_back(
 
 def test_without_a_running_rank0_a_shrink_has_nothing_to_drain(plugin: ProviderPlugin, api: Cluster) -> None:
     cluster = Running(api, 6)
-    api.pods.pop(("default", "dev-0-abcde"))
+    api.delete_pod("default", "dev-0-abcde")
     api.job_controller = None
     details = grpc_error(
         lambda: plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=4, jobTimeout=1))

@@ -12,8 +12,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import kube, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
+
+JOB_LOOK = 0.1
+"""Seconds between two reads of a Job whose pods are gone."""
+IDLE_LOOK = 60.0
+"""Seconds between two lists of the pods when the watch shows no change."""
 
 
 class StillThere(RuntimeError):
@@ -27,24 +32,43 @@ def wait_until_gone(
     from kubernetes import client
 
     core, batch, wait = client.CoreV1Api(api_client), client.BatchV1Api(api_client), Wait(timeout, clock)
-    said = False
-    while True:
-        left = _left(core, batch, namespace, job, kube.label_selector(selector))
-        if not left:
-            return f"the Job {namespace}/{job} and its pods are gone"
-        if not said:
-            say(f"waiting up to {timeout:g}s for {left} to be gone")
-            said = True
+    first = _left(batch, namespace, job, _pods(core, namespace, selector))
+    if not first:
+        return _gone(namespace, job)
+    say(f"waiting up to {timeout:g}s for {first} to be gone")
+    # The pods are watched; once they are gone, the Job is read every JOB_LOOK seconds (with foreground
+    # deletion it goes a moment after its last pod).
+    for pods in watching.pods(core, namespace, kube.label_selector(selector), lambda: min(wait.remaining, IDLE_LOOK)):
+        if not pods:
+            break
         if wait.over:
-            raise StillThere(
-                f"after {timeout:g}s, {left} still exist: Kubernetes has not finished deleting them. "
-                f"Check with `kubectl get job,pods -n {namespace} -l job-name={job}`; a new `pulumi up` of this "
-                "stack would meet them"
-            )
-        wait.pause()
+            raise StillThere(_still_there(timeout, _left(batch, namespace, job, pods), namespace, job))
+    while left := _left(batch, namespace, job, []):
+        if wait.over:
+            raise StillThere(_still_there(timeout, left, namespace, job))
+        wait.clock.sleep(max(0.0, min(JOB_LOOK, wait.remaining)))
+    return _gone(namespace, job)
 
 
-def _left(core: Any, batch: Any, namespace: str, job: str, selector: str) -> str:
+def _gone(namespace: str, job: str) -> str:
+    return f"the Job {namespace}/{job} and its pods are gone"
+
+
+def _still_there(timeout: float, left: str, namespace: str, job: str) -> str:
+    return (
+        f"after {timeout:g}s, {left} still exist: Kubernetes has not finished deleting them. Check with "
+        f"`kubectl get job,pods -n {namespace} -l job-name={job}`; a new `pulumi up` of this stack would meet them"
+    )
+
+
+def _pods(core: Any, namespace: str, selector: dict[str, str]) -> list[Any]:
+    listed = core.list_namespaced_pod(
+        namespace, label_selector=kube.label_selector(selector), _request_timeout=kube.REQUEST_TIMEOUT
+    )
+    return list(listed.items)
+
+
+def _left(batch: Any, namespace: str, job: str, pods: list[Any]) -> str:
     """What is left of the Job, in words; empty once nothing is."""
     try:
         batch.read_namespaced_job(job, namespace, _request_timeout=kube.REQUEST_TIMEOUT)
@@ -53,7 +77,6 @@ def _left(core: Any, batch: Any, namespace: str, job: str, selector: str) -> str
         if kube.problem(error).kind != "not-found":
             raise
         job_left = []
-    pods = core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT).items
     names = sorted(pod.metadata.name for pod in pods)
     pods_left = [f"{len(names)} of its pods ({', '.join(names)})"] if names else []
     return " and ".join(job_left + pods_left)

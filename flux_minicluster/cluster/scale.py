@@ -24,7 +24,7 @@ from typing import Any
 
 from flux_minicluster.builders.files import scale_files
 from flux_minicluster.builders.names import BROKER_CONTAINER
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import kube, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import lifecycle, paths
 
@@ -143,7 +143,9 @@ def _prepare(core: Any, want: Scale, current: int) -> list[str]:
 
 
 def _running_rank0(core: Any, want: Scale) -> str | None:
-    for pod in _pods(core, want):
+    selector = kube.label_selector(want.selector)
+    listed = core.list_namespaced_pod(want.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT)
+    for pod in listed.items:
         if (
             kube.pod_rank(pod) == 0
             and pod.status
@@ -170,19 +172,25 @@ def _patch_job(batch: Any, want: Scale, size: int) -> None:
 
 
 def _await(core: Any, batch: Any, want: Scale, current: int, wait: Wait) -> str:
-    """Until every rank below the size has a ready pod and no pod above it is left."""
+    """Until every rank below the size has a ready pod and no pod above it is left: woken by each change
+    of the pods (a watch), and at the deadline or when new pods have been unschedulable long enough."""
     size = want.size
-    while True:
+
+    def next_look() -> float:
+        return wait.held_until(want.schedule_timeout) - wait.clock.now()
+
+    selector = kube.label_selector(want.selector)
+    for listed in watching.pods(core, want.namespace, selector, next_look):
+        pods = [pod for pod in listed if kube.pod_rank(pod) >= 0]
+        ready = {kube.pod_rank(pod) for pod in pods if _ready(pod) and kube.pod_rank(pod) < size}
+        leaving = sorted({kube.pod_rank(pod) for pod in pods if kube.pod_rank(pod) >= size})
+        if len(ready) >= size and not leaving:
+            return f"all {size} brokers are ready"
         job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
         if finished := kube.job_finished(job):
             if finished.startswith("failed"):
                 raise ResizeFailed(f"the Job {finished}")
             return f"the Job has {finished}"
-        pods = _pods(core, want)
-        ready = {kube.pod_rank(pod) for pod in pods if _ready(pod) and kube.pod_rank(pod) < size}
-        leaving = sorted({kube.pod_rank(pod) for pod in pods if kube.pod_rank(pod) >= size})
-        if len(ready) >= size and not leaving:
-            return f"all {size} brokers are ready"
         new = [pod for pod in pods if current <= kube.pod_rank(pod) < size]
         reason = next((why for pod in new if (why := kube.unschedulable(pod.status))), "")
         if wait.held_for(bool(reason)) >= want.schedule_timeout:
@@ -195,13 +203,7 @@ def _await(core: Any, batch: Any, want: Scale, current: int, wait: Wait) -> str:
             raise ResizeFailed(
                 f"after {want.job_timeout}s (minicluster:jobTimeout) {len(ready)} of {size} brokers are ready{waits}"
             )
-        wait.pause()
-
-
-def _pods(core: Any, want: Scale) -> list[Any]:
-    selector = kube.label_selector(want.selector)
-    listed = core.list_namespaced_pod(want.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT)
-    return [pod for pod in listed.items if kube.pod_rank(pod) >= 0]
+    raise AssertionError("watching.pods never ends")
 
 
 def _ready(pod: Any) -> bool:

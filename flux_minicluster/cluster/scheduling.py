@@ -15,10 +15,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import kube, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 
 STOP_NOW = {"spec": {"activeDeadlineSeconds": 1}}
+IDLE_LOOK = 60.0
+"""Seconds between two lists of the pods when the watch shows no change (a watch can end quietly)."""
 """Already past for any Job that has started: the Job controller fails it with DeadlineExceeded."""
 
 
@@ -41,28 +43,30 @@ def guard(
     from kubernetes import client
 
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
-    timeout = kube.REQUEST_TIMEOUT
-    labels = kube.label_selector(selector)
     appears = Wait(max(schedule_timeout, 60.0), clock)  # the Job is created alongside this guard
     wait = Wait(float("inf"), clock)  # until every pod has a node, or the Job has finished
-    while True:
+    quiet = [wait.clock.poll]  # without pods to watch (no Job yet, pods not created), look again this soon
+
+    def next_look() -> float:
+        return min(wait.held_until(schedule_timeout) - wait.clock.now(), quiet[0])
+
+    for pods in watching.pods(core, namespace, kube.label_selector(selector), next_look):
+        if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
+            return f"all {size} pods of the Job {namespace}/{job} were scheduled"
         try:
-            found = batch.read_namespaced_job(job, namespace, _request_timeout=timeout)
+            found = batch.read_namespaced_job(job, namespace, _request_timeout=kube.REQUEST_TIMEOUT)
         except Exception as error:
             if kube.problem(error).kind != "not-found" or appears.over:
                 raise
-            wait.pause()
             continue
         if kube.job_finished(found):
             return f"the Job {namespace}/{job} finished"
-        pods = core.list_namespaced_pod(namespace, label_selector=labels, _request_timeout=timeout).items
-        if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
-            return f"all {size} pods of the Job {namespace}/{job} were scheduled"
         reason = next((why for pod in pods if (why := kube.unschedulable(pod.status))), "")
         if not reason and len(pods) < size:
             reason = _not_created(core, namespace, job)
+        quiet[0] = wait.clock.poll if len(pods) < size else IDLE_LOOK
         if wait.held_for(bool(reason)) >= schedule_timeout:
-            batch.patch_namespaced_job(job, namespace, STOP_NOW, _request_timeout=timeout)
+            batch.patch_namespaced_job(job, namespace, STOP_NOW, _request_timeout=kube.REQUEST_TIMEOUT)
             held = (
                 f" (the {gang} gang scheduler places all {size} at once or none: the cluster has no room for the "
                 "whole gang)" if gang else ""
@@ -73,7 +77,7 @@ def guard(
                 f"than after jobTimeout. A fix in the stack config replaces the Job; after any other fix "
                 f"(room added to the cluster), run: pulumi up --target-replace '{job_urn}'"
             )
-        wait.pause()
+    raise AssertionError("watching.pods never ends")
 
 
 def _not_created(core: Any, namespace: str, job: str) -> str:

@@ -1,0 +1,47 @@
+"""Following a MiniCluster's pods as they change: one list, then a watch from the list's
+resourceVersion, so that each change wakes the waiter at once (a poll would find it a second later,
+on average half its period). The keygen pod, a resize or a new Job's brokers, the scheduling guard
+and `pulumi destroy` all wait this way.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from flux_minicluster.cluster import kube
+
+GONE = 410
+"""The watch's resourceVersion is older than the API server keeps: list again."""
+
+
+def pods(core: Any, namespace: str, selector: str, next_look: Callable[[], float]) -> Iterator[list[Any]]:
+    """The pods that match `selector` now, then again after each change, for as long as the caller
+    takes them. `next_look()`: seconds until the caller must look even if nothing changed (a deadline,
+    a condition held long enough); the pods are listed again then. The API server ends a watch after
+    whole seconds, so such a look may come up to a second late."""
+    from kubernetes import watch
+    from kubernetes.client.exceptions import ApiException
+
+    while True:
+        listed = core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT)
+        current = {pod.metadata.name: pod for pod in listed.items}
+        yield list(current.values())
+        seconds = max(1, math.ceil(next_look()))
+        events = watch.Watch().stream(  # type: ignore[no-untyped-call]
+            core.list_namespaced_pod, namespace, label_selector=selector,
+            resource_version=listed.metadata.resource_version, timeout_seconds=seconds,
+            _request_timeout=(kube.REQUEST_TIMEOUT[0], seconds + kube.REQUEST_TIMEOUT[0]),
+        )  # fmt: skip
+        try:
+            for event in events:
+                pod = event["object"]
+                if event["type"] == "DELETED":
+                    current.pop(pod.metadata.name, None)
+                else:
+                    current[pod.metadata.name] = pod
+                yield list(current.values())
+        except ApiException as error:
+            if error.status != GONE:
+                raise
