@@ -3,6 +3,7 @@ worker whose broker dies (tests/kubelet runs the pods)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 
@@ -45,6 +46,31 @@ def test_a_broker_is_not_ready_until_it_is_up_in_the_instance(minicluster: Make)
     wait_until(worker.ready, "the worker to be ready once it joined", 20)
     assert rank0.ready()
     assert online(rank0) == "0-1"
+
+
+def test_the_probe_says_ready_within_half_a_second_of_the_broker_entering_the_run_state(minicluster: Make) -> None:
+    """As the kubelet runs it: one run every periodSeconds, each within its timeout."""
+    cluster = minicluster(size=2, command=None)
+    worker = cluster.start(1)
+    wait_until(lambda: "load-builtins->join" in worker.log, "the worker's broker to start", 10)
+    answers: list[tuple[float, bool]] = []
+
+    def kubelet_probes() -> None:
+        while not answers or not answers[-1][1]:
+            started = time.monotonic()
+            said = worker.ready()
+            answers.append((time.monotonic(), said))
+            time.sleep(max(0.0, started + worker.probe["periodSeconds"] - time.monotonic()))
+
+    prober = threading.Thread(target=kubelet_probes, daemon=True)
+    prober.start()
+    wait_until(lambda: answers, "the first probe run", 10, poll=0.005)
+    cluster.start(0)  # just after a run said no: the worst moment for a probe that only looks once a period
+    wait_until(lambda: "quorum->run" in worker.log, "the worker's broker to enter the run state", 20, poll=0.005)
+    up = time.monotonic()
+    prober.join(timeout=10)
+    assert answers[-1][1]
+    assert answers[-1][0] - up < 0.5
 
 
 def test_once_ready_the_probe_no_longer_asks_flux_only_whether_that_broker_runs(minicluster: Make) -> None:

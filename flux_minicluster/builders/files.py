@@ -171,6 +171,8 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_STOPPED_QUEUES_FILE": lifecycle.STOPPED_QUEUES_FILE,
         "MC_QUEUE_RESUME_WAIT": lifecycle.QUEUE_RESUME_WAIT,
         "MC_STATE_LOCK_WAIT": lifecycle.STATE_LOCK_WAIT,
+        "MC_READY_LOOK": lifecycle.READY_LOOK,
+        "MC_READY_LOOKS": lifecycle.READY_LOOKS,
         "MC_RESTORE_TRIES": lifecycle.RESTORE_TRIES,
         "MC_RESTORE_GRACE": lifecycle.RESTORE_GRACE,
         "MC_RESTORE_PAUSE": lifecycle.RESTORE_PAUSE,

@@ -29,6 +29,12 @@ READY_PERIOD = 2
 and kill -0, a few ms)."""
 READY_TIMEOUT = 10
 """Seconds one probe may take (`flux dmesg` connects to the local broker)."""
+READY_LOOK = 0.1
+"""Seconds between two looks of one probe run at a broker that runs but is not up yet."""
+READY_LOOKS = 15
+"""Looks one probe run takes before it answers no (about 1.5 s, within READY_PERIOD): a probe run is
+then under way most of the time while the broker comes up, and the pod is Ready within about
+READY_LOOK of its broker entering the run state, instead of up to READY_PERIOD later."""
 
 LOG_PREFIX = "minicluster"
 """Every line the scripts log starts `<LOG_PREFIX>[rank N]: `."""
