@@ -66,3 +66,17 @@ def test_the_admission_benchmark_stays_fast_on_a_large_cluster() -> None:
     assert problems == []  # the fixtures' hpc half has room for 1000 brokers of 4 cpu
     assert check_s < 2.0
     assert decode_s < 2.0
+
+
+@pytest.mark.realflux
+def test_up_and_destroy_return_within_half_a_second_of_the_cluster_being_done(real_flux: None) -> None:
+    """Real brokers mirrored into the API stand-in as a kubelet reports them (tests/bench/waits.py)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.bench.waits", "--runs", "1"],
+        capture_output=True, text=True, check=True, timeout=300,
+    )  # fmt: skip
+    header, _rule, up, down = result.stdout.strip().splitlines()
+    assert header == "| what | brokers | runs | min (ms) | median (ms) | max (ms) |"
+    for row in (up, down):
+        cells = [cell.strip() for cell in row.strip("|").split("|")]
+        assert all(0 <= int(ms) < 500 for ms in cells[3:]), row

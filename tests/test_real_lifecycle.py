@@ -80,14 +80,29 @@ def test_once_ready_the_probe_no_longer_asks_flux_only_whether_that_broker_runs(
     assert without_flux.returncode == 0
 
 
-def test_a_worker_is_not_ready_once_its_broker_is_gone_and_is_again_when_it_rejoined(minicluster: Make) -> None:
+def test_a_worker_whose_broker_was_killed_is_ready_again_only_through_its_new_broker(minicluster: Make) -> None:
     _, (rank0, worker, _) = persistent(minicluster)
+    killed = broker_pid(worker)
     kill_broker(worker)
-    assert not worker.ready()
     wait_until(worker.ready, "the worker's new broker to rejoin", 30)
+    assert broker_pid(worker) != killed
     assert "after it had joined the instance: rejoining" in worker.log
     wait_until(lambda: online(rank0) == "0-2", "rank 0 to see it online", 10)  # Flux updates it a moment later
     assert worker.running()
+
+
+def test_a_worker_is_not_ready_while_its_broker_is_out_of_the_instance(minicluster: Make) -> None:
+    """Rank 0 went away: the worker's broker runs again, waiting for rank 0's replacement, and is not in an
+    instance: each probe run says no (after looking for a while)."""
+    _, (rank0, worker, _) = persistent(minicluster)
+    assert rank0.terminate() == STOPPED
+    wait_until(lambda: "rejoining when its replacement is up" in worker.log, "the worker to wait for rank 0", 10)
+    assert [worker.ready(), worker.ready()] == [False, False]
+    assert worker.running()
+
+
+def broker_pid(pod: Pod) -> str:
+    return pod.exec("cat", "/var/lib/minicluster/broker.pid").stdout.strip()
 
 
 # -- SIGTERM -------------------------------------------------------------------------------------------
