@@ -34,3 +34,23 @@ def test_a_provider_failure_is_the_same_words_for_what_it_was_doing() -> None:
     assert str(kube.failure("reading the Job's size", error)) == (
         "cannot reach the Kubernetes cluster while reading the Job's size: no kubeconfig"
     )
+
+
+@pytest.mark.parametrize(
+    ("status", "detail"),
+    [
+        (403, 'pods "dev-keygen-x1" is forbidden: violates PodSecurity "restricted:latest": runAsNonRoot != true'),
+        (400, 'admission webhook "validate.kyverno.svc-fail" denied the request: resource Pod/hpc/x was blocked'),
+        (403, 'admission webhook "validation.gatekeeper.sh" denied the request: [allowed-repos] image not allowed'),
+    ],
+)
+def test_a_refusal_that_names_a_policy_is_a_policys_never_missing_rights(status: int, detail: str) -> None:
+    found = kube.ApiProblem("denied" if status == 403 else "rejected", status, detail)
+    assert kube.describe(found, **DOING) == (
+        f"an admission policy in namespace 'hpc' refuses it ({status}: {detail}) while creating the keygen pod"
+    )
+
+
+def test_an_rbac_denial_is_still_missing_rights() -> None:
+    found = kube.ApiProblem("denied", 403, 'pods is forbidden: User "dev" cannot create resource "pods"')
+    assert kube.describe(found, **DOING).startswith("access denied (403: ")
