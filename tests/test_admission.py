@@ -221,7 +221,7 @@ def test_one_broker_pod_goes_through_the_namespaces_admission_as_a_dry_run_and_n
     assert verdict(resources=REQUESTS).refused is None
     sent = [body for method, path, body in kube_api.requests if method == "POST" and path.endswith("/pods")]
     brokers = [pod for pod in sent if pod and pod["metadata"].get("name") == "dev-admission"]
-    assert len(brokers) == 2  # the admission policies' judgement (cluster/dry_run.py), then the room's
+    assert len(brokers) == 2  # the admission policies' judgement (cluster/admission/dry_run.py), then the room's
     assert all([c["name"] for c in pod["spec"]["containers"]] == ["flux-broker"] for pod in brokers)  # the Job's own
     assert kube_api.pods == {}  # dryRun=All: the stand-in, as the API server, stores nothing
 

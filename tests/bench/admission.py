@@ -16,7 +16,8 @@ import sys
 import time
 from typing import Any
 
-from flux_minicluster.cluster import admission, fit
+from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.admission import fit
 from flux_minicluster.config.loader import load_spec
 
 CPU = ("100m", "250m", "500m", "1", "2")

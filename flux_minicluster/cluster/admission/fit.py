@@ -9,9 +9,9 @@ would add.
 
 from __future__ import annotations
 
-from flux_minicluster.cluster import namespace_limits, placement
-from flux_minicluster.cluster.quantities import pod_resources
-from flux_minicluster.cluster.shape import Shape, Snapshot
+from flux_minicluster.cluster.admission import namespace_limits, placement
+from flux_minicluster.cluster.admission.quantities import pod_resources
+from flux_minicluster.cluster.admission.shape import Shape, Snapshot
 
 __all__ = ["Shape", "Snapshot", "problems"]
 

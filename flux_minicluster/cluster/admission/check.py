@@ -1,11 +1,11 @@
 """The admission check: does the MiniCluster fit the cluster as it is, before anything is created?
 
-First every object goes to the API server as a dry run (cluster/dry_run.py): what it refuses stops
+First every object goes to the API server as a dry run (dry_run.py): what it refuses stops
 `pulumi up` whatever minicluster:admission says. Then it reads the cluster with the `kubernetes`
 client on the same context as the keygen provider (one paginated list of nodes, one of the pods that
 hold resources, the namespace's quotas, as raw JSON: decoding 100 000 pods into client models would
 take longer than the check), sends one broker pod through the namespace's real admission
-(LimitRanges, quotas, webhooks) as a server-side dry run, judges with flux_minicluster.cluster.fit,
+(LimitRanges, quotas, webhooks) as a server-side dry run, judges with fit.py,
 and answers per `minicluster:admission`: refuse, warn or off.
 """
 
@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flux_minicluster.builders import manifests, names, pod_template
-from flux_minicluster.cluster import dry_run, fit, kube
+from flux_minicluster.cluster import kube
+from flux_minicluster.cluster.admission import dry_run, fit
 from flux_minicluster.config.spec import MiniClusterSpec
 
 PAGE = 500

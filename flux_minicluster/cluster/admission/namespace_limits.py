@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from decimal import Decimal
 
-from flux_minicluster.cluster.quantities import Json, pod_resources, quantity, show, total
-from flux_minicluster.cluster.shape import Shape, Snapshot, own
+from flux_minicluster.cluster.admission.quantities import Json, pod_resources, quantity, show, total
+from flux_minicluster.cluster.admission.shape import Shape, Snapshot, own
 
 QUOTA_NAMES = {"cpu": "requests.cpu", "memory": "requests.memory", "pods": "pods", "count/pods": "pods"}
 

@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from flux_minicluster.cluster.quantities import Json, pod_amounts, quantity, show
-from flux_minicluster.cluster.shape import Shape, Snapshot, own
+from flux_minicluster.cluster.admission.quantities import Json, pod_amounts, quantity, show
+from flux_minicluster.cluster.admission.shape import Shape, Snapshot, own
 
 PODS = "pods"
 
