@@ -30,30 +30,30 @@ def test_the_benchmark_reaches_no_cluster(kube_api: Cluster, capsys: pytest.Capt
     assert "admission check" not in capsys.readouterr().err
 
 
-def test_the_command_prints_a_ratio_table() -> None:
+def table(module: str, *args: str) -> tuple[str, list[list[str]]]:
+    """The benchmark's printed table, run as its usage says: its header line, and each row's cells."""
     result = subprocess.run(
-        [sys.executable, "-m", "tests.bench.sizes", "--sizes", "1,10", "--repeat", "1"],
-        capture_output=True, text=True, check=True,
+        [sys.executable, "-m", f"tests.bench.{module}", *args], capture_output=True, text=True, check=True,
+        timeout=300,
     )  # fmt: skip
-    header, _rule, first, second = result.stdout.strip().splitlines()
+    header, _rule, *rows = result.stdout.strip().splitlines()
+    return header, [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+
+
+def test_the_command_prints_a_ratio_table() -> None:
+    header, (first, second) = table("sizes", "--sizes", "1,10", "--repeat", "1")
     assert header.startswith("| size | evaluation (ms) | ratio to size 1 |")
-    assert first.startswith("| 1 |") and "| 1.00 |" in first
-    assert second.startswith("| 10 |")
+    assert first[0] == "1" and first[2] == "1.00"
+    assert second[0] == "10"
 
 
 @pytest.mark.realflux
 def test_the_stop_benchmark_times_each_stop_on_real_brokers(real_flux: None) -> None:
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.bench.stop", "--runs", "1"],
-        capture_output=True, text=True, check=True, timeout=300,
-    )  # fmt: skip
-    header, _rule, worker, rank0, replaced = result.stdout.strip().splitlines()
+    header, rows = table("stop", "--runs", "1")
     assert header == "| what | runs | min (ms) | median (ms) | max (ms) |"
     labels = [label for label, _ in bench_stop.MEASURES]
     # Within: a worker stops at once; rank 0 hands over and shuts the instance down cleanly.
-    rows = ((worker, labels[0], 2000), (rank0, labels[1], 5000), (replaced, labels[2], 15000))
-    for row, label, within in rows:
-        cells = [cell.strip() for cell in row.strip("|").split("|")]
+    for cells, label, within in zip(rows, labels, (2000, 5000, 15000), strict=True):
         assert cells[:2] == [label, "1"]
         assert all(0 < int(ms) < within for ms in cells[2:])
 
@@ -71,12 +71,8 @@ def test_the_admission_benchmark_stays_fast_on_a_large_cluster() -> None:
 @pytest.mark.realflux
 def test_up_and_destroy_return_within_half_a_second_of_the_cluster_being_done(real_flux: None) -> None:
     """Real brokers mirrored into the API stand-in as a kubelet reports them (tests/bench/waits.py)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "tests.bench.waits", "--runs", "1"],
-        capture_output=True, text=True, check=True, timeout=300,
-    )  # fmt: skip
-    header, _rule, up, down = result.stdout.strip().splitlines()
+    header, rows = table("waits", "--runs", "1")
     assert header == "| what | brokers | runs | min (ms) | median (ms) | max (ms) |"
-    for row in (up, down):
-        cells = [cell.strip() for cell in row.strip("|").split("|")]
-        assert all(0 <= int(ms) < 500 for ms in cells[3:]), row
+    assert len(rows) == 2  # up, destroy
+    for cells in rows:
+        assert all(0 <= int(ms) < 500 for ms in cells[3:]), cells
