@@ -21,9 +21,12 @@ import pytest
 
 from flux_minicluster.builders.manifests import labels
 from flux_minicluster.builders.names import INDEX_LABEL
+from flux_minicluster.cluster import flux_view
 from flux_minicluster.cluster.waiting import Clock
+from flux_minicluster.config import paths
 from flux_minicluster.config.stack_file import load, stack_path
 from flux_minicluster.ops import cli
+from tests import flux_instance
 from tests.harness import ROOT
 from tests.kube_api import Cluster, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
 
@@ -92,10 +95,42 @@ def crash_loop(api: Cluster) -> None:
         api.previous_logs[("default", f"dev-{rank}-abcde")] = f"minicluster[rank {rank}]: broker exited with status 1\n"
 
 
+READINGS = ["/bin/bash", paths.ENTRYPOINT, "--readings"]
+
+
 def all_running(api: Cluster) -> None:
+    """Rank 0's readings come from a real instance of 4 brokers (tests/flux_instance.py); any other exec
+    says what it ran."""
     api.add_job(job())
     brokers(api, lambda _: running(BROKER))
-    api.exec_handler = lambda pod, command: (f"ran {' '.join(command)} in {pod['metadata']['name']}\n", "", 0)
+
+    def in_pod(pod: dict[str, Any], command: list[str]) -> tuple[str, str, int | None]:
+        if command == READINGS:
+            done = flux_instance.instance(DEV.size).readings()
+            return done.stdout, done.stderr, done.returncode
+        return f"ran {' '.join(command)} in {pod['metadata']['name']}\n", "", 0
+
+    api.exec_handler = in_pod
+
+
+def exec_denied(api: Cluster) -> None:
+    all_running(api)
+    api.fail("GET", "/exec$", 403, 'pods "dev-0-abcde" is forbidden: User "dev" cannot create resource "pods/exec"')
+
+
+def rank0_silent(api: Cluster) -> None:
+    """Rank 0's broker does not answer (stopped, overloaded): its readings never come."""
+    all_running(api)
+    answers = api.exec_handler
+    assert answers is not None
+
+    def hangs(pod: dict[str, Any], command: list[str]) -> tuple[str, str, int | None]:
+        if command == READINGS:
+            time.sleep(flux_view.READINGS_TIMEOUT + 1)
+            return "", "", None
+        return answers(pod, command)
+
+    api.exec_handler = hangs
 
 
 def succeeded(api: Cluster) -> None:
@@ -125,6 +160,7 @@ def rbac_denied(api: Cluster) -> None:
 STATES: dict[str, Callable[[Cluster], None]] = {
     "not deployed": not_deployed, "no pod yet": no_pod_yet, "Pending, unschedulable": pending,
     "ContainerCreating": container_creating, "CrashLoopBackOff": crash_loop, "Running": all_running,
+    "Running, exec not allowed": exec_denied, "Running, rank 0 does not answer": rank0_silent,
     "Succeeded": succeeded, "Failed": failed, "deleted mid-command": deleted_mid_command,
     "API unreachable": unreachable, "RBAC denied": rbac_denied,
 }  # fmt: skip
@@ -166,8 +202,11 @@ def test_the_readme_table_covers_every_state_and_command() -> None:
 
 @pytest.mark.parametrize(("state", "command", "exit_code", "words"), CELLS, ids=[f"{s} x {c}" for s, c, _, _ in CELLS])
 def test_states_table(
-    kube_api: Cluster, capsys: pytest.CaptureFixture[str], state: str, command: str, exit_code: int, words: str
-) -> None:
+    kube_api: Cluster, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest, state: str, command: str,
+    exit_code: int, words: str,
+) -> None:  # fmt: skip
+    if (state, command) == ("Running", "status"):  # rank 0's readings come from real Flux
+        request.getfixturevalue("real_flux")
     STATES[state](kube_api)
     code, said = run_cli(COMMANDS[command], capsys)
     assert words in said

@@ -12,7 +12,9 @@ import tomli_w
 from flux_minicluster.config import lifecycle, paths, rules
 from flux_minicluster.config.spec import MiniClusterSpec, quorum
 
-SCRIPTS = (paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "instance.sh", paths.RESIZE_SCRIPT)
+SCRIPTS = (
+    paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "instance.sh", paths.RESIZE_SCRIPT, paths.READINGS_SCRIPT,
+)  # fmt: skip
 """The scripts in every broker pod's run-config directory (builders/scripts/)."""
 BATCH_SCRIPT = "batch.sh"
 RESTFUL_API_LIBRARIES = ".libraries"

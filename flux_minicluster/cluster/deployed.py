@@ -5,14 +5,16 @@ tool's exit code that goes with it (the README's states table lists them).
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
 from flux_minicluster.builders.manifests import BROKER_CONTAINER, labels
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import flux_view, kube
 from flux_minicluster.cluster.status import live_size
+from flux_minicluster.config import paths
 from flux_minicluster.config.spec import MiniClusterSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT = 0, 1, 2, 3, 4
@@ -167,6 +169,23 @@ class Cluster:
             EXIT_NOT_FOUND,
             f"MiniCluster {self.spec.name!r} was deleted while this command ran (its pod {pod_name} is gone)",
         )
+
+    def flux_view(self, pod: Any) -> list[tuple[str, str]]:
+        """Rank 0's instance's own view (its readings, one exec bounded in time), as status rows."""
+        command = ["/bin/bash", paths.ENTRYPOINT, "--readings"]
+        name, namespace, timeout = pod.metadata.name, self.spec.namespace, flux_view.READINGS_TIMEOUT
+        stdout, stderr, code = self.call_on_pod(
+            pod, lambda: kube.run_in_pod(self.core, namespace, name, BROKER_CONTAINER, command, timeout=timeout)
+        )
+        if code is None:
+            raise Failure(EXIT_TIMEOUT, f"rank 0 did not answer within {timeout:g}s")
+        if code != 0:
+            said = stderr.strip().splitlines()[-1] if stderr.strip() else "no message"
+            raise Failure(EXIT_FAILED, f"rank 0's readings exited with status {code}: {said}")
+        try:
+            return flux_view.rows(json.loads(stdout))
+        except ValueError as error:
+            raise Failure(EXIT_FAILED, f"rank 0's answer is {error}") from None
 
     def exec(self, pod: Any, command: list[str]) -> tuple[str, str, int | None]:
         name, namespace = pod.metadata.name, self.spec.namespace

@@ -28,6 +28,8 @@ RESERVED = (PREFIX, STATE_DIR, STATE_VOLUME, RESTFUL_API_DIR)
 
 ENTRYPOINT_SCRIPT = "entrypoint.sh"
 RESIZE_SCRIPT = "resize.sh"
+READINGS_SCRIPT = "readings.py"
+"""The instance's own view (nodes, cores, GPUs, jobs, queues), read with Flux's Python in rank 0."""
 ENTRYPOINT = f"{RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}"
 RESIZE = f"{RUN_CONFIG_DIR}/{RESIZE_SCRIPT}"
 LOG_SINK = "/proc/1/fd/2"

@@ -19,6 +19,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from rich.console import Console
 from rich.live import Live
@@ -29,6 +30,7 @@ from flux_minicluster.cluster import kube
 from flux_minicluster.cluster.deployed import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
+    EXIT_NOT_FOUND,
     EXIT_NOT_RUNNING,
     EXIT_OK,
     EXIT_TIMEOUT,
@@ -59,12 +61,28 @@ def cmd_list(cluster: Cluster, console: Console) -> int:
 
 
 def cmd_status(cluster: Cluster, console: Console) -> int:
-    job = cluster.job()
+    job, pods = cluster.job(), cluster.pods()
     table = Table("", "", show_header=False, box=None, title=f"MiniCluster {cluster.spec.name}")
-    for key, value in status_rows(job, cluster.pods(), datetime.now(UTC), cluster.events(), cluster.spec):
+    for key, value in [
+        *status_rows(job, pods, datetime.now(UTC), cluster.events(), cluster.spec),
+        *_flux(cluster, pods),
+    ]:
         table.add_row(key, value)
     console.print(table)
     return EXIT_OK
+
+
+def _flux(cluster: Cluster, pods: list[Any]) -> list[tuple[str, str]]:
+    """Flux's own view, when rank 0 runs; one line saying why not, when it cannot be had."""
+    rank0 = next((pod for pod in pods if kube.pod_rank(pod) == 0 and pod_state(pod).running), None)
+    if rank0 is None:
+        return []
+    try:
+        return cluster.flux_view(rank0)
+    except Failure as failure:
+        if failure.exit_code == EXIT_NOT_FOUND:  # deleted meanwhile: that is the answer
+            raise
+        return [("flux", f"Flux's own view is not available: {failure}")]
 
 
 def cmd_wait(cluster: Cluster, console: Console, timeout: float, clock: Clock | None = None) -> int:

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # MiniCluster broker entrypoint: the same script runs in every pod, for every rank and mode.
 #
-# Usage: entrypoint.sh           start this pod's broker
-#        entrypoint.sh --ready   the readiness probe: exits 0 only while this pod's broker is up in the
-#                                instance (it reached the run state)
+# Usage: entrypoint.sh            start this pod's broker
+#        entrypoint.sh --ready    the readiness probe: exits 0 only while this pod's broker is up in the
+#                                 instance (it reached the run state)
+#        entrypoint.sh --readings the instance's own view as JSON (readings.py, with Flux's Python, against
+#                                 this pod's broker): what `minicluster status` asks rank 0
 #
 # Static: the Job configures it with MC_* variables (all required; defined in builders/files.py) and
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
@@ -244,6 +246,9 @@ main() {
   if [[ ${1:-} == --ready ]]; then
     ready
     return
+  fi
+  if [[ ${1:-} == --readings ]]; then
+    FLUX_URI=$local_uri exec "$flux" python "$run_config/readings.py"
   fi
   # Only now: the readiness probe, run every few seconds for the pod's life, needs none of it.
   # shellcheck source=saved_instance.sh source-path=SCRIPTDIR
