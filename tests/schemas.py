@@ -1,12 +1,21 @@
 """Kubernetes' OpenAPI schemas, as the API server reads objects (flux_minicluster.config.kube_schema):
-unknown fields refused, integers whole."""
+unknown fields refused, integers whole; and the published schemas of the custom resources the program
+may create (tests/crds/: PodGroups, the ServiceMonitor)."""
 
 from __future__ import annotations
 
+import functools
 import re
+from pathlib import Path
 from typing import Any
 
+import jsonschema
+import yaml
+
 from flux_minicluster.config import kube_schema
+
+Json = dict[str, Any]
+CRDS = Path(__file__).parent / "crds"
 
 
 def validator(kind: str, api_version: str, version: str) -> Any:
@@ -22,3 +31,26 @@ def problem(obj: dict[str, Any], version: str) -> str | None:
 def assert_conforms(obj: dict[str, Any], version: str) -> None:
     found = problem(obj, version)
     assert found is None, f"{obj.get('kind')} does not conform to Kubernetes {version}: {found}"
+
+
+@functools.cache
+def crd_validator(api_version: str) -> Any:
+    """The CRD's published schema, as the API server applies it with strict field validation (kubectl's
+    default): unknown fields are refused, not pruned."""
+    for path in CRDS.glob("*.yaml"):
+        crd = yaml.safe_load(path.read_text())
+        if f"{crd['group']}/{crd['version']}" == api_version:
+            return jsonschema.Draft7Validator(_strict(crd["openAPIV3Schema"]))
+    raise AssertionError(f"no CRD schema for {api_version}")
+
+
+def _strict(schema: Json) -> Json:
+    strict = {key: _strict(value) if isinstance(value, dict) else value for key, value in schema.items()}
+    if "properties" in strict:
+        strict["properties"] = {name: _strict(sub) for name, sub in schema["properties"].items()}
+        strict.setdefault("additionalProperties", False)
+    return strict
+
+
+def crd_problems(obj: Json) -> list[str]:
+    return [error.message for error in crd_validator(obj["apiVersion"]).iter_errors(obj)]

@@ -76,3 +76,11 @@ def test_up_and_destroy_return_within_half_a_second_of_the_cluster_being_done(re
     assert len(rows) == 2  # up, destroy
     for cells in rows:
         assert all(0 <= int(ms) < 500 for ms in cells[3:]), cells
+
+
+@pytest.mark.realflux
+def test_a_scrape_of_rank0s_metrics_costs_under_50_ms_with_1000_jobs(real_flux: None) -> None:
+    header, ((jobs, scrapes, *times),) = table("metrics", "--jobs", "1000", "--scrapes", "5")
+    assert header == "| jobs in the instance | scrapes | min (ms) | median (ms) | max (ms) |"
+    assert (jobs, scrapes) == ("1000", "5")
+    assert all(0 < float(ms) < 50 for ms in times)

@@ -31,6 +31,11 @@ def test_an_instance_without_gpus_shows_nodes_cores_jobs_its_queue_and_uptime() 
     ]
 
 
+def test_spare_ranks_are_room_up_to_max_size() -> None:
+    nodes = {"up": 2, "down": 0, "drained": 0, "spare": 2}
+    assert dict(flux_view.rows(reading(nodes=nodes)))["flux nodes"] == "2 up, 0 down, 0 drained (2 more up to maxSize)"
+
+
 def test_gpus_are_shown_when_the_instance_has_some() -> None:
     assert ("flux gpus", "1 free, 3 allocated") in flux_view.rows(reading(gpus={"free": 1, "allocated": 3}))
 

@@ -3,13 +3,9 @@ project's CRD, before the Job in the graph, and pods marked as each scheduler fi
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
-import yaml
 
 from flux_minicluster.builders import manifests
 from flux_minicluster.cluster import admission
@@ -19,34 +15,11 @@ from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
 from tests.harness import ROOT, deploy, refused_problems
 from tests.kube_api import Cluster
+from tests.schemas import crd_problems
 from tests.test_admission import FOUR
 
 Json = dict[str, Any]
-CRDS = Path(__file__).parent / "crds"
 POD_GROUP = "kubernetes:scheduling.x-k8s.io/v1alpha1:PodGroup"
-
-
-@functools.cache
-def crd_validator(api_version: str) -> Any:
-    """The CRD's published schema, as the API server applies it with strict field validation (kubectl's
-    default): unknown fields are refused, not pruned."""
-    for path in CRDS.glob("*.yaml"):
-        crd = yaml.safe_load(path.read_text())
-        if f"{crd['group']}/{crd['version']}" == api_version:
-            return jsonschema.Draft7Validator(_strict(crd["openAPIV3Schema"]))
-    raise AssertionError(f"no CRD schema for {api_version}")
-
-
-def _strict(schema: Json) -> Json:
-    strict = {key: _strict(value) if isinstance(value, dict) else value for key, value in schema.items()}
-    if "properties" in strict:
-        strict["properties"] = {name: _strict(sub) for name, sub in schema["properties"].items()}
-        strict.setdefault("additionalProperties", False)
-    return strict
-
-
-def crd_problems(obj: Json) -> list[str]:
-    return [error.message for error in crd_validator(obj["apiVersion"]).iter_errors(obj)]
 
 
 def spec_of(**overrides: Any) -> MiniClusterSpec:

@@ -34,7 +34,7 @@ def test_an_idle_instance_has_every_node_up_and_every_core_free(minicluster: Mak
     rank0 = up(minicluster, size=3)[0]
     found = readings(rank0)
     cores = int(rank0.flux("resource", "list", "-no", "{ncores}").strip())
-    assert found["nodes"] == {"up": 3, "down": 0, "drained": 0}
+    assert found["nodes"] == {"up": 3, "down": 0, "drained": 0, "spare": 0}
     assert found["cores"] == {"free": cores, "allocated": 0}
     assert found["jobs"]["all"] == dict.fromkeys(("pending", "running", "completed", "failed", "cancelled",
                                                   "timeout"), 0)  # fmt: skip
@@ -55,7 +55,7 @@ def test_jobs_nodes_and_queues_as_flux_counts_them(minicluster: Make) -> None:
     rank0.flux("queue", "stop", "--quiet", "--message=maintenance")
     wait_until(lambda: readings(rank0)["jobs"]["all"]["running"] == 1, "the first sleep to run", 10)
     found = readings(rank0)
-    assert found["nodes"] == {"up": 2, "down": 0, "drained": 1}
+    assert found["nodes"] == {"up": 2, "down": 0, "drained": 1, "spare": 0}
     assert found["cores"]["allocated"] == int(rank0.flux("resource", "list", "-s", "allocated", "-no", "{ncores}"))
     assert found["jobs"]["all"] == {"pending": 1, "running": 1, "completed": 1, "failed": 1, "cancelled": 1,
                                     "timeout": 0}  # fmt: skip
@@ -66,7 +66,7 @@ def test_a_worker_that_went_is_down(minicluster: Make) -> None:
     pods = up(minicluster, size=3)
     assert pods[2].terminate() == 143
     wait_until(lambda: readings(pods[0])["nodes"]["down"] == 1, "rank 0 to see rank 2 go", 20)
-    assert readings(pods[0])["nodes"] == {"up": 2, "down": 1, "drained": 0}
+    assert readings(pods[0])["nodes"] == {"up": 2, "down": 1, "drained": 0, "spare": 0}
 
 
 def test_gpus_are_counted_free_and_allocated(minicluster: Make) -> None:
@@ -74,3 +74,9 @@ def test_gpus_are_counted_free_and_allocated(minicluster: Make) -> None:
     rank0.flux("submit", "-n1", "-g1", "sleep", "inf")  # one core and one GPU (-N would take the whole node)
     wait_until(lambda: readings(rank0)["gpus"]["allocated"] == 1, "the job to hold a GPU", 10)
     assert readings(rank0)["gpus"] == {"free": 3, "allocated": 1}
+
+
+def test_ranks_beyond_the_current_size_are_spare_not_down(minicluster: Make) -> None:
+    """An elastic cluster's hostlist runs to maxSize: the ranks not started yet are room to grow."""
+    rank0 = up(minicluster, size=2, maxSize=4)[0]
+    assert readings(rank0)["nodes"] == {"up": 2, "down": 0, "drained": 0, "spare": 2}

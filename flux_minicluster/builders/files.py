@@ -14,6 +14,7 @@ from flux_minicluster.config.spec import MiniClusterSpec, quorum
 
 SCRIPTS = (
     paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "instance.sh", paths.RESIZE_SCRIPT, paths.READINGS_SCRIPT,
+    paths.METRICS_SCRIPT,
 )  # fmt: skip
 """The scripts in every broker pod's run-config directory (builders/scripts/)."""
 BATCH_SCRIPT = "batch.sh"
@@ -180,6 +181,9 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_RESTORE_PAUSE": lifecycle.RESTORE_PAUSE,
         "MC_CALLED_OFF": lifecycle.CALLED_OFF,
         "MC_RESTFUL_PORT": spec.restful_api.port if spec.restful_api.enabled else None,
+        "MC_METRICS_PORT": spec.metrics.port if spec.metrics.enabled else None,
+        "MC_METRICS_CACHE": lifecycle.METRICS_CACHE if spec.metrics.enabled else None,
+        "MC_MIN_SIZE": (spec.min_size or 1) if spec.metrics.enabled else None,
         **_restful_api_settings(spec),
     }
     env: list[dict[str, Any]] = [

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.builders import gang, pod_security, pod_template
+from flux_minicluster.builders import gang, monitoring, pod_security, pod_template
 from flux_minicluster.builders.files import (
     BROKER_CONFIG_KEY,
     CURVE_CERT_KEY,
@@ -136,7 +136,10 @@ def headless_service(spec: MiniClusterSpec) -> Manifest:
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
             "selector": labels(spec, "broker"),
-            "ports": [{"name": "flux-overlay", "port": spec.port, "targetPort": spec.port, "protocol": "TCP"}],
+            "ports": [
+                {"name": "flux-overlay", "port": spec.port, "targetPort": spec.port, "protocol": "TCP"},
+                *monitoring.service_port(spec),
+            ],
         },
     }
 
@@ -265,6 +268,9 @@ def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
     gang_group = pod_group(spec)
     if gang_group is not None:
         objects.append(gang_group)
+    monitor = monitoring.service_monitor(spec)
+    if monitor is not None:
+        objects.append(monitor)
     objects.append(
         job(
             spec,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.builders import gang, pod_security
+from flux_minicluster.builders import gang, monitoring, pod_security
 from flux_minicluster.builders.files import (
     SECRET_ENV_PREFIX,
     entrypoint_env,
@@ -66,8 +66,9 @@ def broker_pod(
         template_spec["initContainers"] = init
     pod_security.secure(spec, template_spec)
     metadata: Manifest = {"labels": {**pod.labels, **labels(spec, "broker")}}
-    if pod.annotations:
-        metadata["annotations"] = dict(pod.annotations)
+    annotations = {**monitoring.scrape_annotations(spec), **pod.annotations}
+    if annotations:
+        metadata["annotations"] = annotations
     gang.mark(spec, metadata, pod_group)
     return {"metadata": metadata, "spec": template_spec}
 
@@ -76,6 +77,7 @@ def flux_container(spec: MiniClusterSpec, config_secret: Any = None) -> Manifest
     ports = [{"name": "flux-overlay", "containerPort": spec.port, "protocol": "TCP"}]
     if spec.restful_api.enabled:
         ports.append({"name": "restful-api", "containerPort": spec.restful_api.port, "protocol": "TCP"})
+    ports += monitoring.container_port(spec)
     settings = container_settings(
         spec,
         extra_env=entrypoint_env(spec),

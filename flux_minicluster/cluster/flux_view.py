@@ -16,7 +16,7 @@ def rows(reading: dict[str, Any]) -> list[tuple[str, str]]:
     try:
         nodes, cores, gpus = reading["nodes"], reading["cores"], reading["gpus"]
         found = [
-            ("flux nodes", f"{nodes['up']} up, {nodes['down']} down, {nodes['drained']} drained"),
+            ("flux nodes", f"{nodes['up']} up, {nodes['down']} down, {nodes['drained']} drained{_spare(nodes)}"),
             ("flux cores", f"{cores['free']} free, {cores['allocated']} allocated"),
         ]
         if gpus["free"] or gpus["allocated"]:
@@ -29,6 +29,10 @@ def rows(reading: dict[str, Any]) -> list[tuple[str, str]]:
     except (KeyError, TypeError) as missing:
         raise ValueError(f"not the readings of readings.py (no {missing})") from None
     return found
+
+
+def _spare(nodes: dict[str, Any]) -> str:
+    return f" ({nodes['spare']} more up to maxSize)" if nodes.get("spare") else ""
 
 
 def _queue_state(queue: dict[str, Any]) -> str:

@@ -110,6 +110,12 @@ def _ports_and_paths(spec: MiniClusterSpec) -> Iterator[Problem]:
         yield Problem(
             "restfulApi.port", f"minicluster:restfulApi.port {api.port} is the Flux overlay port (minicluster:port)"
         )
+    metrics = spec.metrics
+    taken = {spec.port: "the Flux overlay port (minicluster:port)"} | (
+        {api.port: "minicluster:restfulApi.port"} if api.enabled else {}
+    )
+    if metrics.enabled and metrics.port in taken:
+        yield Problem("metrics.port", f"minicluster:metrics.port {metrics.port} is {taken[metrics.port]}")
     if spec.flux_view.enabled and spec.flux_view.path in {volume.path for volume in spec.volumes.values()}:
         yield Problem("fluxView.path", f"minicluster:fluxView.path {spec.flux_view.path} is also a volume's path")
 

@@ -47,3 +47,24 @@ class RestfulApi(Model):
         if self.secret_name is not None:
             rules.subdomain(self.secret_name)
         return self
+
+
+class Metrics(Model):
+    """Prometheus metrics, served by every broker pod from its Flux container with Flux's own Python:
+    each pod its broker's state, rank 0 also the instance's (nodes, cores, GPUs, jobs, queues, uptime)
+    and the cluster's size and bounds (docs/production.md lists them)."""
+
+    enabled: bool = False
+    """Serve /metrics on `port` in every broker pod; the headless Service names the port `metrics`, and
+    the pods carry the prometheus.io scrape annotations."""
+    port: Port = 9410
+    """The port /metrics is served on."""
+    service_monitor: bool = False
+    """Also declare a Prometheus Operator ServiceMonitor (monitoring.coreos.com/v1) for the headless
+    Service (needs the operator's CRDs in the cluster)."""
+
+    @model_validator(mode="after")
+    def _monitor_needs_metrics(self) -> Metrics:
+        if self.service_monitor and not self.enabled:
+            raise ValueError("metrics.serviceMonitor needs metrics.enabled: true (there is nothing to monitor)")
+        return self

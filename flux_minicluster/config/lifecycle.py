@@ -47,3 +47,7 @@ pods keep): how long an elastic Job's pods may take to go once Pulumi deleted it
 DELETION_MARGIN = 60
 """Seconds beyond POD_GRACE that `pulumi destroy` (or a replacement of the Job) waits for an elastic
 Job and its pods to be gone, for the Job controller and the kubelets to catch up."""
+
+METRICS_CACHE = 2
+"""Seconds the metrics server (the pods' metrics.py) keeps its readings: scrapes closer together than
+this (several Prometheus replicas) cost the broker nothing more."""

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from flux_minicluster.config import paths, rules
-from flux_minicluster.config.flux_extras import FluxView, RestfulApi
+from flux_minicluster.config.flux_extras import FluxView, Metrics, RestfulApi
 from flux_minicluster.config.gang import Scheduler
 from flux_minicluster.config.settings import ContainerSettings, Hooks, Logging, Pod, Sidecar
 from flux_minicluster.config.types import (
@@ -172,6 +172,8 @@ class MiniClusterSpec(ContainerSettings):
     """Flux from an init container, for application images without Flux."""
     restful_api: RestfulApi = Field(default_factory=RestfulApi)
     """The Flux RESTful API server on rank 0 of a persistent cluster."""
+    metrics: Metrics = Field(default_factory=Metrics)
+    """Prometheus metrics from every broker pod: Flux's own view of the instance on rank 0."""
     admission: Literal["refuse", "warn", "off"] = "warn"
     """Before anything is created, check that the pods fit the cluster as it is (nodes, their free room,
     quotas): refuse stops `pulumi up` with what does not fit; warn says so and goes ahead (a cluster

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 import pulumi
 import pulumi_kubernetes as k8s
 
-from flux_minicluster.builders import manifests
+from flux_minicluster.builders import manifests, monitoring
 from flux_minicluster.builders.names import INDEX_LABEL, labels
 from flux_minicluster.config import lifecycle
 from flux_minicluster.config.certificate import parse
@@ -64,6 +64,7 @@ class MiniCluster(pulumi.ComponentResource):
             ignore_changes=["data"] if spec.elastic else [],
         )  # fmt: skip
         service = self._named(k8s.core.v1.Service, f"{name}-service", manifests.headless_service(spec))
+        self._service_monitor(name, spec, service)
         if spec.restful_api.enabled:
             api = self._named(k8s.core.v1.Service, f"{name}-api", manifests.restful_api_service(spec))
             self.api_service_name: pulumi.Output[str] | None = api.metadata.name
@@ -142,6 +143,17 @@ class MiniCluster(pulumi.ComponentResource):
         # Its name is known up front; taken through the resource, so that the Job follows it in the graph.
         known: str = manifest["metadata"]["name"]
         return group.id.apply(lambda _: known)
+
+    def _service_monitor(self, name: str, spec: MiniClusterSpec, service: pulumi.Resource) -> None:
+        """The Prometheus Operator's ServiceMonitor (metrics.serviceMonitor), after the Service it selects."""
+        manifest = monitoring.service_monitor(spec)
+        if manifest is None:
+            return
+        k8s.apiextensions.CustomResource(
+            f"{name}-service-monitor", api_version=manifest["apiVersion"], kind=manifest["kind"],
+            metadata=manifest["metadata"], spec=manifest["spec"],
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[service]),
+        )  # fmt: skip
 
     def _scheduling_guard(
         self, name: str, spec: MiniClusterSpec, job_manifest: manifests.Manifest, kube_context: str | None

@@ -171,6 +171,14 @@ ready() {
   done
 }
 
+# Prometheus metrics (metrics.enabled), served beside the broker for the pod's life: the container's end
+# ends the server. Its readings ask the broker, and say 0 while it is not up.
+start_metrics() {
+  [[ -n ${MC_METRICS_PORT?} ]] || return 0
+  log "serving metrics on port $MC_METRICS_PORT"
+  "$flux" python "$run_config/metrics.py" </dev/null &
+}
+
 on_stop() {
   if [[ $stop_requested == true ]]; then return; fi
   stop_requested=true
@@ -264,6 +272,7 @@ main() {
       "(Kubernetes removes this pod if it is shrinking)"
   fi
   prepare_state
+  start_metrics
   run_hook pre
   local status=0 started=$SECONDS
   if [[ $stop_requested == true ]]; then

@@ -1,4 +1,5 @@
-"""The Flux instance's own view of itself, as rank 0's broker has it: nodes up, down and drained; cores
+"""The Flux instance's own view of itself, as rank 0's broker has it: nodes up, down, drained, and spare
+(beyond the current size, up to maxSize: not started); cores
 and GPUs free and allocated; jobs by state and result; each queue started or stopped, with its reason;
 the instance's uptime. One JSON object on stdout, for `minicluster status` (one exec into rank 0) and
 for the metrics rank 0 serves.
@@ -11,6 +12,7 @@ image's Python may be older than the project's.
 """
 
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -24,13 +26,17 @@ JOB_STATES = ("depend", "priority", "sched", "run", "cleanup", "inactive")
 def read(handle: "flux.Flux") -> "dict[str, Any]":
     listing = resource_list(handle).get()
     status = resource_status(handle).get()
-    drained = status.drained + status.draining
+    drained = set(status.drained + status.draining)
+    offline = set(status.offline) - drained
+    size = current_size()
+    spare = {rank for rank in offline if size is not None and rank >= size}
     stats = handle.rpc("job-list.job-stats", {}).get()
     return {
         "nodes": {
-            "up": len(status.online - drained),
-            "down": len(status.offline - drained),
+            "up": len(set(status.online) - drained),
+            "down": len(offline - spare),
             "drained": len(drained),
+            "spare": len(spare),
         },
         "cores": {"free": listing.free.ncores, "allocated": listing.allocated.ncores},
         "gpus": {"free": listing.free.ngpus, "allocated": listing.allocated.ngpus},
@@ -38,6 +44,16 @@ def read(handle: "flux.Flux") -> "dict[str, Any]":
         "queues": queues(handle),
         "uptime": round(time.time() - float(handle.attr_get("broker.starttime")), 1),
     }
+
+
+def current_size() -> "int | None":
+    """The cluster's current size (the scale ConfigMap, which a resize rewrites), in a broker pod: the
+    ranks from it up to maxSize are not down, only not started (spare)."""
+    scale = os.environ.get("MC_SCALE_DIR")
+    if not scale:
+        return None
+    with open(os.path.join(scale, "size")) as found:
+        return int(found.read().strip())
 
 
 def jobs(stats: "dict[str, Any]") -> "dict[str, int]":

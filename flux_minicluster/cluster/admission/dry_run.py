@@ -28,7 +28,7 @@ CREATE = {
     "Pod": ("CoreV1Api", "create_namespaced_pod"),
 }
 """The built-in kinds the program creates, by the client call that creates each; others are custom."""
-PLURALS = {"PodGroup": "podgroups"}
+PLURALS = {"PodGroup": "podgroups", "ServiceMonitor": "servicemonitors"}
 RESTRICTED_FITS = (
     "the namespace enforces a Pod Security Standard: minicluster:securityProfile restricted makes every pod "
     "the MiniCluster creates satisfy the restricted one"
@@ -86,10 +86,12 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
     if found.kind == "not-found" and f'namespaces "{spec.namespace}" not found' in found.detail:
         return f"namespace {spec.namespace!r} does not exist: create it, or set minicluster:namespace"
     if found.kind == "not-found" and obj["kind"] in PLURALS:
-        return (
-            f"the cluster has no {obj['kind']} of {obj['apiVersion']} (its CRD is not installed): install "
-            f"{spec.scheduler.gang if spec.scheduler else 'it'}, or unset minicluster:scheduler"
+        what_to_do = (
+            f"install {spec.scheduler.gang if spec.scheduler else 'it'}, or unset minicluster:scheduler"
+            if obj["kind"] == "PodGroup"
+            else "install the Prometheus Operator, or set minicluster:metrics.serviceMonitor to false"
         )
+        return f"the cluster has no {obj['kind']} of {obj['apiVersion']} (its CRD is not installed): {what_to_do}"
     if obj["kind"] == "Pod":
         return _policy_refusal(obj, found, spec) if kube.by_policy(found) else None
     if found.kind == "rejected" or (found.kind == "denied" and RBAC_DENIAL not in found.detail):
