@@ -122,7 +122,7 @@ def test_rank0_marks_the_workers_even_in_an_image_without_timeout(tmp_path: Path
     worker.mkdir()
     no_timeout = tmp_path / "no-timeout-bin"
     no_timeout.mkdir()
-    for tool in ("bash", "mkdir", "cp", "chmod", "rm", "sleep", "touch", "kill"):
+    for tool in ("bash", "mkdir", "install", "rm", "sleep", "touch", "kill"):
         found = shutil.which(tool)
         if found and not (no_timeout / tool).exists():
             (no_timeout / tool).symlink_to(found)

@@ -14,6 +14,8 @@ from flux_minicluster.cluster import kube
 
 GONE = 410
 """The watch's resourceVersion is older than the API server keeps: list again."""
+LONGEST_WATCH = 300
+"""Seconds one watch may last before the pods are listed again, whatever next_look says."""
 
 
 def pods(core: Any, namespace: str, selector: str, next_look: Callable[[], float]) -> Iterator[list[Any]]:
@@ -28,7 +30,7 @@ def pods(core: Any, namespace: str, selector: str, next_look: Callable[[], float
         listed = core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT)
         current = {pod.metadata.name: pod for pod in listed.items}
         yield list(current.values())
-        seconds = max(1, math.ceil(next_look()))
+        seconds = max(1, math.ceil(min(next_look(), LONGEST_WATCH)))
         events = watch.Watch().stream(  # type: ignore[no-untyped-call]
             core.list_namespaced_pod, namespace, label_selector=selector,
             resource_version=listed.metadata.resource_version, timeout_seconds=seconds,

@@ -25,6 +25,7 @@ rejoin_mark=$state/rejoin # written on every rank (flux exec) by a rank 0 that i
 broker_pid=""
 resume_pid="" # the background step that starts scheduling again after a hand-over
 state_lock="" # the descriptor of the saved instance's lock (rank 0 with a state volume)
+instance_dir="" # where this broker keeps the instance's state (statedir), found once by prepare_state
 broker_was_ready=false # the last broker was up in its instance (the readiness probe said so)
 stop_requested=false
 readonly STOPPED=143 # 128 + SIGTERM
@@ -67,11 +68,12 @@ read_scale() {
 }
 
 # The broker refuses a certificate others can read, and the Secret mount is read-only: copy it privately.
+# (Every process here is on each pod's way to its broker: one per step, no subshells.)
 prepare_state() {
-  mkdir -p "${MC_RUN_DIR:?}" "$(statedir)" || die "cannot create $MC_RUN_DIR and $(statedir)"
+  instance_dir=$(statedir)
+  mkdir -p "${MC_RUN_DIR:?}" "$instance_dir" || die "cannot create $MC_RUN_DIR and $instance_dir"
   rm -f "$rejoin_mark" # a mark from this container's previous run is not for this one
-  (umask 077 && cp "${MC_CURVE_CERT_SOURCE:?}" "${MC_PRIVATE_CURVE_CERT:?}") || die "cannot copy $MC_CURVE_CERT_SOURCE"
-  chmod 0600 "$MC_PRIVATE_CURVE_CERT"
+  install -m 0600 "${MC_CURVE_CERT_SOURCE:?}" "${MC_PRIVATE_CURVE_CERT:?}" || die "cannot copy $MC_CURVE_CERT_SOURCE"
   write_resource_set >"${MC_RESOURCE_FILE:?}" || die "flux R encode failed"
 }
 
@@ -103,7 +105,7 @@ broker_options() {
   options_out_=(
     "-o,--config-path=${MC_BROKER_CONFIG_DIR:?}"
     "-Srundir=$MC_RUN_DIR"
-    "-Sstatedir=$(statedir)"
+    "-Sstatedir=${instance_dir:?}"
     "-Slocal-uri=$local_uri"
     "-Slog-stderr-level=${MC_LOG_LEVEL:?}"
     "-Slog-stderr-mode=local"
