@@ -1,0 +1,133 @@
+"""The stand-in's routes for everything but pods: namespaces, nodes, quotas and LimitRanges, events,
+creates of any kind (dry runs), Jobs and ConfigMaps with their patches."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlparse
+
+from tests.kube_api.answers import Answers
+from tests.kube_api.cluster import Json, decode_problem
+
+
+class ObjectRoutes(Answers):
+    def get_namespace(self, ns: str, body: Any) -> None:
+        if ns not in self.cluster.namespaces:
+            self._status(404, f'namespaces "{ns}" not found')
+            return
+        self._json(200, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+
+    def create_object(self, ns: str, body: Json, resource: str, group: str = "", version: str = "v1") -> None:
+        """A create with dryRun=All of any kind but a pod, as the API server answers it: a built-in kind
+        must decode by its schema, the namespace and (for a custom resource) its CRD must exist, the name
+        must be free, then the webhooks judge it. (Semantic validation, 422, is not modelled: a test
+        arranges it as a fault.) Nothing is stored (a create that is not a dry run: 501)."""
+        custom = bool(group) and group != "batch"
+        name = body["metadata"]["name"]
+        qualified = f"{resource}.{group}" if group else resource
+        refusal = None if custom else decode_problem(body)
+        if refusal:
+            self._status(400, refusal)
+        elif ns not in self.cluster.namespaces:
+            self._status(404, f'namespaces "{ns}" not found')
+        elif custom and f"{group}/{version}/{resource}" not in self.cluster.crds:
+            self._status(404, "the server could not find the requested resource")
+        elif self.query.get("dryRun") != "All":
+            self._status(501, "the stand-in stores only pods and jobs")
+        elif (resource, ns, name) in self.cluster.existing:
+            self._status(409, f'{qualified} "{name}" already exists')
+        elif denied := next((said for webhook in self.cluster.webhooks if (said := webhook(body))), None):
+            self._status(403, f'admission webhook "policy.example.com" denied the request: {denied}')
+        else:
+            self._json(201, body)
+
+    def list_nodes(self, body: Any) -> None:
+        self._page("NodeList", self.cluster.nodes)
+
+    def list_quotas(self, ns: str, body: Any) -> None:
+        self._page("ResourceQuotaList", [q for q in self.cluster.quotas if q["metadata"]["namespace"] == ns])
+
+    def list_limit_ranges(self, ns: str, body: Any) -> None:
+        self._page("LimitRangeList", [lr for lr in self.cluster.limit_ranges if lr["metadata"]["namespace"] == ns])
+
+    def list_events(self, ns: str, body: Any) -> None:
+        selector = self.query.get("fieldSelector", "")
+        wanted = selector.split("=", 1)[1] if selector.startswith("involvedObject.name=") else None
+        items = [e for e in self.cluster.events if e["metadata"]["namespace"] == ns
+                 and (wanted is None or e["involvedObject"]["name"] == wanted)]  # fmt: skip
+        self._json(200, {"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": items})
+
+    def get_job(self, ns: str, name: str, body: Any) -> None:
+        if (job := self._found(self.cluster.jobs, ns, name, "jobs.batch")) is not None:
+            self._json(200, job)
+
+    def patch_job(self, ns: str, name: str, body: Json) -> None:
+        """A merge patch; a number with a fraction part is refused for the Job's integer fields."""
+        job = self._found(self.cluster.jobs, ns, name, "jobs.batch")
+        if job is None or not self._patchable(body):
+            return
+        if _has_float(body):
+            self._status(400, f"json: cannot unmarshal number into Go struct field of type int64 ({body})")
+            return
+        spec = body.get("spec") or {}
+        if ("parallelism" in spec or "completions" in spec) and spec.get("parallelism") != spec.get("completions"):
+            self._status(422, f'Job.batch "{name}" is invalid: spec.completions: Invalid value: '
+                              "when changing, parallelism and completions must change together")  # fmt: skip
+            return
+        with self.cluster.lock:
+            _merge(job, body)
+            if self.cluster.job_controller is not None:
+                self.cluster.job_controller(job)
+        self._json(200, job)
+
+    def get_config_map(self, ns: str, name: str, body: Any) -> None:
+        if (found := self._found(self.cluster.config_maps, ns, name, "configmaps")) is not None:
+            self._json(200, found)
+
+    def patch_config_map(self, ns: str, name: str, body: Json) -> None:
+        found = self._found(self.cluster.config_maps, ns, name, "configmaps")
+        if found is None or not self._patchable(body):
+            return
+        if any(not isinstance(value, str | None) for value in (body.get("data") or {}).values()):
+            self._status(
+                400, f"json: cannot unmarshal number into Go struct field ConfigMap.data of type string ({body})"
+            )
+            return
+        with self.cluster.lock:
+            _merge(found, body)
+        self._json(200, found)
+
+    def _patchable(self, body: Any) -> bool:
+        """As the API server: a JSON patch is a list of operations, a merge patch an object."""
+        self.cluster.field_managers.append((urlparse(self.path).path, self.query.get("fieldManager")))
+        content_type = self.headers.get("Content-Type", "")
+        wants_list = content_type == "application/json-patch+json"
+        if content_type not in ("application/json-patch+json", "application/merge-patch+json",
+                                "application/strategic-merge-patch+json"):  # fmt: skip
+            accepted = "application/json-patch+json, application/merge-patch+json"
+            self._status(415, f"the body of the request was in an unknown format - accepted media types include: "
+                              f"{accepted} ({content_type!r})")  # fmt: skip
+            return False
+        if wants_list != isinstance(body, list):
+            self._status(400, f"json: cannot unmarshal {type(body).__name__} into Go value of type jsonpatch.Patch")
+            return False
+        return True
+
+
+def _has_float(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_has_float(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_float(item) for item in value)
+    return isinstance(value, float)
+
+
+def _merge(target: Json, patch: Json) -> None:
+    """RFC 7386: null removes a key."""
+    for key, value in patch.items():
+        if value is None:
+            target.pop(key, None)
+        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], value)
+        else:
+            target[key] = value
