@@ -264,3 +264,12 @@ def test_option_flags_are_split_and_added_after_submit_flags() -> None:
         "dev-entrypoint",
     )
     assert files["submit.flags"] == "--exclusive\n-ompi=openmpi@5\n-o\ncpu-affinity=per-task\n"
+
+
+def test_the_broker_pods_mount_no_api_token_unless_the_stack_asks_for_one_or_names_their_account() -> None:
+    """Flux needs no Kubernetes API."""
+    assert pod_of(deploy(config()))["spec"]["automountServiceAccountToken"] is False
+    named = pod_of(deploy(config(pod={"serviceAccountName": "hpc-runner"})))["spec"]
+    assert (named["serviceAccountName"], "automountServiceAccountToken" in named) == ("hpc-runner", False)
+    asked = pod_of(deploy(config(pod={"automountServiceAccountToken": True})))["spec"]
+    assert asked["automountServiceAccountToken"] is True

@@ -234,7 +234,8 @@ class Pod(Model):
     service_account_name: str | None = None
     """Service account the pods run as."""
     automount_service_account_token: bool | None = None
-    """Mount the service account's API token (Kubernetes' default: true)."""
+    """Mount the service account's API token in the broker pods. Default: false, as Flux needs no
+    Kubernetes API; with serviceAccountName set, Kubernetes' default (true)."""
     runtime_class_name: str | None = None
     """RuntimeClass, e.g. for a GPU or sandboxed runtime."""
     scheduler_name: str | None = None
