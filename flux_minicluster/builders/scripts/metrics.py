@@ -20,9 +20,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # strings below: an image's Python may be older than the project's
     Sample = tuple[str, dict[str, str], float]
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import flux  # type: ignore[import-not-found]
-import readings  # type: ignore[import-not-found]  # beside this file in the pod
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 GAUGES = {
@@ -57,6 +54,13 @@ class Source:
             return self.samples
 
     def read(self) -> "list[Sample]":
+        # Flux's bindings are imported at the first scrape, not at start: the server starts beside the
+        # broker, and their import would take twice its CPU while the broker comes up.
+        import flux  # type: ignore[import-not-found]
+
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import readings  # type: ignore[import-not-found]  # beside this file in the pod
+
         rank = {"rank": str(self.rank)}
         try:
             handle = flux.Flux(os.environ["MC_LOCAL_URI"])
