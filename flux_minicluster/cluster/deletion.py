@@ -17,8 +17,6 @@ from flux_minicluster.cluster.waiting import Clock, Wait
 
 JOB_LOOK = 0.1
 """Seconds between two reads of a Job whose pods are gone."""
-IDLE_LOOK = 60.0
-"""Seconds between two lists of the pods when the watch shows no change."""
 
 
 class StillThere(RuntimeError):
@@ -36,9 +34,13 @@ def wait_until_gone(
     if not first:
         return _gone(namespace, job)
     say(f"waiting up to {timeout:g}s for {first} to be gone")
+
     # The pods are watched; once they are gone, the Job is read every JOB_LOOK seconds (with foreground
     # deletion it goes a moment after its last pod).
-    for pods in watching.pods(core, namespace, kube.label_selector(selector), lambda: min(wait.remaining, IDLE_LOOK)):
+    def next_look() -> float:
+        return min(wait.remaining, watching.IDLE_LOOK)
+
+    for pods in watching.pods(core, namespace, kube.label_selector(selector), next_look):
         if not pods:
             break
         if wait.over:

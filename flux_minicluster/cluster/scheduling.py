@@ -19,8 +19,6 @@ from flux_minicluster.cluster import kube, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 
 STOP_NOW = {"spec": {"activeDeadlineSeconds": 1}}
-IDLE_LOOK = 60.0
-"""Seconds between two lists of the pods when the watch shows no change (a watch can end quietly)."""
 """Already past for any Job that has started: the Job controller fails it with DeadlineExceeded."""
 
 
@@ -64,7 +62,7 @@ def guard(
         reason = next((why for pod in pods if (why := kube.unschedulable(pod.status))), "")
         if not reason and len(pods) < size:
             reason = _not_created(core, namespace, job)
-        quiet[0] = wait.clock.poll if len(pods) < size else IDLE_LOOK
+        quiet[0] = wait.clock.poll if len(pods) < size else watching.IDLE_LOOK
         if wait.held_for(bool(reason)) >= schedule_timeout:
             batch.patch_namespaced_job(job, namespace, STOP_NOW, _request_timeout=kube.REQUEST_TIMEOUT)
             held = (

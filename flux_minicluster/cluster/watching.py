@@ -16,6 +16,9 @@ GONE = 410
 """The watch's resourceVersion is older than the API server keeps: list again."""
 LONGEST_WATCH = 300
 """Seconds one watch may last before the pods are listed again, whatever next_look says."""
+IDLE_LOOK = 60.0
+"""What a waiter with no deadline of its own gives as next_look: a watch can end quietly (a proxy, a
+restarted API server), and a list now and then finds what it missed."""
 
 
 def pods(core: Any, namespace: str, selector: str, next_look: Callable[[], float]) -> Iterator[list[Any]]:
