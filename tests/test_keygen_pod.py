@@ -10,7 +10,6 @@ import json
 import subprocess
 import threading
 import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
 from flux_minicluster.config import certificate, paths
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import IMAGE, config
-from tests.kube_api import Cluster, Step, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
+from tests.kube_api import Cluster, Step, finished, running, waiting
 
 CERT = certificate.generate("dev-0")
 SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")
@@ -211,102 +210,3 @@ def test_a_pod_that_stays_pending_times_out_with_its_phase_and_events(kube_api: 
 def test_a_pod_deleted_by_someone_else(kube_api: Cluster) -> None:
     kube_api.kubelet = kubelet(Step(0.05, delete=True))
     assert "was deleted before it finished" in failure()
-
-
-# -- what the API server said ---------------------------------------------------------------------
-
-
-def test_a_missing_namespace(kube_api: Cluster) -> None:
-    kube_api.namespaces = {"other"}
-    assert "namespace 'default' does not exist: create it (kubectl create namespace default)" in failure()
-    assert deleted(kube_api) == []  # nothing was created
-
-
-def test_rbac_denied(kube_api: Cluster) -> None:
-    forbidden = 'pods is forbidden: User "dev" cannot create resource "pods" in API group "" in the namespace "default"'
-    kube_api.fail("POST", "/pods$", 403, forbidden)
-    message = failure()
-    assert (
-        "access denied (403: pods is forbidden: User" in message
-        and "while creating the keygen pod in namespace 'default'" in message
-    )
-    assert "check your RBAC" in message
-
-
-@pytest.mark.parametrize(("status", "said"), [(409, 'pods "dev-keygen-x" already exists'),
-                                              (500, "etcdserver: leader changed")])  # fmt: skip
-def test_other_refusals_are_reported_as_refusals_with_the_servers_message(
-    kube_api: Cluster, status: int, said: str
-) -> None:
-    kube_api.fail("POST", "/pods$", status, said)
-    message = failure()
-    assert f"({status}: {said}) while creating the keygen pod" in message
-    assert "cannot reach" not in message
-
-
-def test_a_request_the_client_refuses_is_reported_as_our_bug(kube_api: Cluster) -> None:
-    broken = json.loads(json.dumps(POD))
-    broken["spec"]["activeDeadlineSeconds"] = 300.0  # what the engine's wire made of it before issue 10
-    message = failure(pod=broken)
-    assert "the Kubernetes client refused the request (" in message and "a bug in the MiniCluster program" in message
-    assert "activeDeadlineSeconds" in message
-    assert "bug in the MiniCluster program" in message
-    assert "cannot reach" not in message
-    assert kube_api.requests == []
-
-
-def test_the_stand_in_decodes_as_strictly_as_the_api_server(kube_api: Cluster) -> None:
-    """The client above refuses 300.0 itself; the API server refuses it too, and so does the stand-in."""
-    body = json.loads(json.dumps(POD))
-    body["metadata"]["name"] = "direct"
-    body["spec"]["activeDeadlineSeconds"] = 300.0
-    request = urllib.request.Request(
-        f"{kube_api.url}/api/v1/namespaces/default/pods", json.dumps(body).encode(), method="POST"
-    )
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(request)
-    assert refused.value.code == 400
-    assert "spec.activeDeadlineSeconds: 300.0 is not of type 'integer'" in json.loads(refused.value.read())["message"]
-
-
-# -- the connection -------------------------------------------------------------------------------
-
-
-def test_connection_refused(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "config", {"gone": refused_url()})))
-    message = failure()
-    assert "cannot reach the Kubernetes cluster (Connection refused) while creating the keygen pod" in message
-    assert "kubernetes:context" in message
-
-
-def test_an_api_server_that_answers_too_slowly(kube_api: Cluster) -> None:
-    kube_api.fail("POST", "/pods$", delay=1.5)
-    started = time.monotonic()
-    message = failure(request_timeout=(0.5, 0.5))
-    assert (
-        "cannot reach the Kubernetes cluster (the API server did not answer in time) while creating the keygen pod"
-        in message
-    )
-    assert "did not answer in time" in message
-    assert time.monotonic() - started < 1.4
-
-
-def test_a_pod_the_scheduler_cannot_place_fails_at_the_schedule_timeout(kube_api: Cluster) -> None:
-    kube_api.kubelet = lambda _pod: [Step(0.02, status=unschedulable("0/3 nodes are available: 3 Insufficient cpu."))]
-    started = time.monotonic()
-    message = failure(timeout=10, schedule_timeout=0.5)
-    assert time.monotonic() - started < 3  # not the 10 s keygenTimeout
-    assert message == (
-        "the keygen pod could not be scheduled for 0.5s (minicluster:scheduleTimeout): "
-        "Unschedulable: 0/3 nodes are available: 3 Insufficient cpu."
-    )
-    assert len(deleted(kube_api)) == 1
-
-
-def test_a_pod_that_is_placed_in_time_is_not_stopped(kube_api: Cluster, tmp_path: Path) -> None:
-    kube_api.kubelet = lambda _pod: [
-        Step(0.02, status=unschedulable("0/3 nodes are available: 3 Insufficient cpu.")),
-        Step(0.2, node="node-1", status=running()),  # an autoscaler added a node
-    ]
-    holding(CERT.text(), kube_api, tmp_path, after=0.6)
-    assert run(timeout=10, schedule_timeout=0.5) == CERT
