@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from flux_minicluster.cluster import kube, watching
+from flux_minicluster.cluster import kube, objects, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 
 JOB_LOOK = 0.1
@@ -40,7 +40,7 @@ def wait_until_gone(
     def next_look() -> float:
         return min(wait.remaining, watching.IDLE_LOOK)
 
-    for pods in watching.pods(core, namespace, kube.label_selector(selector), next_look):
+    for pods in watching.pods(core, namespace, objects.label_selector(selector), next_look):
         if not pods:
             break
         if wait.over:
@@ -65,7 +65,7 @@ def _still_there(timeout: float, left: str, namespace: str, job: str) -> str:
 
 def _pods(core: Any, namespace: str, selector: dict[str, str]) -> list[Any]:
     listed = core.list_namespaced_pod(
-        namespace, label_selector=kube.label_selector(selector), _request_timeout=kube.REQUEST_TIMEOUT
+        namespace, label_selector=objects.label_selector(selector), _request_timeout=kube.REQUEST_TIMEOUT
     )
     return list(listed.items)
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from flux_minicluster.builders.manifests import BROKER_CONTAINER, labels
-from flux_minicluster.cluster import flux_view, kube
+from flux_minicluster.cluster import flux_view, kube, objects
 from flux_minicluster.cluster.status import live_size
 from flux_minicluster.config import paths
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -114,7 +114,7 @@ class Cluster:
     def pods(self) -> list[Any]:
         """This MiniCluster's broker pods only (not its keygen pod, not another MiniCluster's), by rank.
         None at all: the Job is read again, so that a MiniCluster deleted meanwhile is said to be."""
-        selector = kube.label_selector(labels(self.spec, "broker"))
+        selector = objects.label_selector(labels(self.spec, "broker"))
         found = self.call(
             lambda: self.core.list_namespaced_pod(
                 self.spec.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT
@@ -122,7 +122,7 @@ class Cluster:
         ).items
         if not found and self.job_seen:
             self.job()
-        return sorted(found, key=lambda pod: (kube.pod_rank(pod), pod.metadata.creation_timestamp or datetime.min))
+        return sorted(found, key=lambda pod: (objects.pod_rank(pod), pod.metadata.creation_timestamp or datetime.min))
 
     def events(self) -> list[Any]:
         """The namespace's events (to say why pods were replaced); none if they may not be read."""
@@ -143,7 +143,7 @@ class Cluster:
         if not 0 <= rank < size:
             raise Failure(EXIT_NOT_FOUND, f"MiniCluster {spec.name!r} has no rank {rank} (it has {size}: 0-{size - 1})")
         for pod in self.pods():
-            if kube.pod_rank(pod) == rank:
+            if objects.pod_rank(pod) == rank:
                 return pod
         raise Failure(EXIT_NOT_RUNNING, f"rank {rank} has no pod yet (the Job has not created it); see `status`")
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from flux_minicluster.builders.manifests import READ_CERTIFICATE
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import kube, objects
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import paths
 from flux_minicluster.config.certificate import CertificateError, CurveCertificate, parse, redact
@@ -83,13 +83,13 @@ class _Run:
                 if status.phase in DONE or _running(status):
                     return status
                 _check_waiting(status, image)
-                wait.held_for(bool(kube.unschedulable(status)))
+                wait.held_for(bool(objects.unschedulable(status)))
                 if wait.over or wait.held_until(schedule_timeout) < watch_ends:
                     break  # watch again, until the schedule timeout only
             if not seen and not self.exists(name):  # a watch starts with the pod as it is
                 raise KeygenError(self._deleted(name))
             if wait.held >= schedule_timeout:  # unschedulable that long, as last seen
-                why = kube.unschedulable(self.read(name).status)
+                why = objects.unschedulable(self.read(name).status)
                 if why:
                     raise KeygenError(
                         f"the keygen pod could not be scheduled for {schedule_timeout:g}s "
@@ -235,7 +235,7 @@ def _failure(run: _Run, name: str, status: Any, image: str) -> str:
 
 
 def _exit_code(status: Any) -> int | None:
-    codes = (kube.exit_code(container) for container in status.container_statuses or [])
+    codes = (objects.exit_code(container) for container in status.container_statuses or [])
     return next((code for code in codes if code is not None), None)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from flux_minicluster.builders.files import scale_files
 from flux_minicluster.builders.names import BROKER_CONTAINER
-from flux_minicluster.cluster import kube, watching
+from flux_minicluster.cluster import kube, objects, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import lifecycle, paths
 
@@ -63,7 +63,7 @@ def live_size(api_client: Any, namespace: str, job: str) -> int:
 
 
 def _size(job: Any) -> int:
-    size = kube.job_size(job)
+    size = objects.job_size(job)
     assert size is not None, "an Indexed Job always has completions"
     return size
 
@@ -74,7 +74,7 @@ def resize(api_client: Any, want: Scale, clock: Clock | None = None) -> list[str
 
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
     job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
-    if finished := kube.job_finished(job):
+    if finished := objects.job_finished(job):
         _write_scale(core, want, want.size)
         return [f"the Job has {finished}: there is no running cluster to resize"]
     current = _size(job)
@@ -143,11 +143,11 @@ def _prepare(core: Any, want: Scale, current: int) -> list[str]:
 
 
 def _running_rank0(core: Any, want: Scale) -> str | None:
-    selector = kube.label_selector(want.selector)
+    selector = objects.label_selector(want.selector)
     listed = core.list_namespaced_pod(want.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT)
     for pod in listed.items:
         if (
-            kube.pod_rank(pod) == 0
+            objects.pod_rank(pod) == 0
             and pod.status
             and pod.status.phase == "Running"
             and not pod.metadata.deletion_timestamp
@@ -179,20 +179,20 @@ def _await(core: Any, batch: Any, want: Scale, current: int, wait: Wait) -> str:
     def next_look() -> float:
         return wait.held_until(want.schedule_timeout) - wait.clock.now()
 
-    selector = kube.label_selector(want.selector)
+    selector = objects.label_selector(want.selector)
     for listed in watching.pods(core, want.namespace, selector, next_look):
-        pods = [pod for pod in listed if kube.pod_rank(pod) >= 0]
-        ready = {kube.pod_rank(pod) for pod in pods if _ready(pod) and kube.pod_rank(pod) < size}
-        leaving = sorted({kube.pod_rank(pod) for pod in pods if kube.pod_rank(pod) >= size})
+        pods = [pod for pod in listed if objects.pod_rank(pod) >= 0]
+        ready = {objects.pod_rank(pod) for pod in pods if _ready(pod) and objects.pod_rank(pod) < size}
+        leaving = sorted({objects.pod_rank(pod) for pod in pods if objects.pod_rank(pod) >= size})
         if len(ready) >= size and not leaving:
             return f"all {size} brokers are ready"
         job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
-        if finished := kube.job_finished(job):
+        if finished := objects.job_finished(job):
             if finished.startswith("failed"):
                 raise ResizeFailed(f"the Job {finished}")
             return f"the Job has {finished}"
-        new = [pod for pod in pods if current <= kube.pod_rank(pod) < size]
-        reason = next((why for pod in new if (why := kube.unschedulable(pod.status))), "")
+        new = [pod for pod in pods if current <= objects.pod_rank(pod) < size]
+        reason = next((why for pod in new if (why := objects.unschedulable(pod.status))), "")
         if wait.held_for(bool(reason)) >= want.schedule_timeout:
             raise ResizeFailed(
                 f"the new pods could not be scheduled for {want.schedule_timeout}s (minicluster:scheduleTimeout): "

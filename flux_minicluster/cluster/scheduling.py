@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.cluster import kube, watching
+from flux_minicluster.cluster import kube, objects, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 
 STOP_NOW = {"spec": {"activeDeadlineSeconds": 1}}
@@ -48,7 +48,7 @@ def guard(
     def next_look() -> float:
         return min(wait.held_until(schedule_timeout) - wait.clock.now(), quiet[0])
 
-    for pods in watching.pods(core, namespace, kube.label_selector(selector), next_look):
+    for pods in watching.pods(core, namespace, objects.label_selector(selector), next_look):
         if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
             return f"all {size} pods of the Job {namespace}/{job} were scheduled"
         try:
@@ -57,9 +57,9 @@ def guard(
             if kube.problem(error).kind != "not-found" or appears.over:
                 raise
             continue
-        if kube.job_finished(found):
+        if objects.job_finished(found):
             return f"the Job {namespace}/{job} finished"
-        reason = next((why for pod in pods if (why := kube.unschedulable(pod.status))), "")
+        reason = next((why for pod in pods if (why := objects.unschedulable(pod.status))), "")
         if not reason and len(pods) < size:
             reason = _not_created(core, namespace, job)
         quiet[0] = wait.clock.poll if len(pods) < size else watching.IDLE_LOOK

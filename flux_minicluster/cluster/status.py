@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flux_minicluster.builders.names import BROKER_CONTAINER
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import objects
 from flux_minicluster.config import rules
 from flux_minicluster.config.spec import MiniClusterSpec
 
@@ -44,7 +44,7 @@ def pod_state(pod: Any) -> PodState:
     if pod.metadata.deletion_timestamp is not None:
         return PodState("Terminating", has_log=True)
     if not pod.spec.node_name:
-        return PodState("Pending", kube.not_scheduled(pod.status) or "waiting for the scheduler")
+        return PodState("Pending", objects.not_scheduled(pod.status) or "waiting for the scheduler")
     broker = _broker_status(pod)
     if broker is None or broker.state is None:
         return PodState("PodInitializing", _init_waiting(pod))
@@ -63,7 +63,7 @@ def _broker_status(pod: Any) -> Any:
 
 
 def _exit_code(pod: Any) -> int | None:
-    return kube.exit_code(_broker_status(pod))
+    return objects.exit_code(_broker_status(pod))
 
 
 def _init_waiting(pod: Any) -> str:
@@ -90,14 +90,14 @@ def restarts(pod: Any) -> int:
 
 def pod_rows(pods: Sequence[Any], now: datetime) -> list[tuple[str, ...]]:
     return [
-        (str(kube.pod_rank(pod)), pod.metadata.name, str(pod_state(pod)), pod.spec.node_name or "-", str(restarts(pod)),
-         age(pod.metadata.creation_timestamp, now))
+        (str(objects.pod_rank(pod)), pod.metadata.name, str(pod_state(pod)), pod.spec.node_name or "-",
+         str(restarts(pod)), age(pod.metadata.creation_timestamp, now))
         for pod in pods
     ]  # fmt: skip
 
 
 def job_state(job: Any) -> str:
-    condition = kube.job_condition(job, ("Complete", "Failed", "Suspended"))
+    condition = objects.job_condition(job, ("Complete", "Failed", "Suspended"))
     if condition is None:
         return "Running"
     return f"{condition.type} ({condition.reason})" if condition.reason else str(condition.type)
@@ -105,7 +105,7 @@ def job_state(job: Any) -> str:
 
 def waiting_reasons(pods: Sequence[Any]) -> list[str]:
     """Why pods that should run do not, one line per rank."""
-    return [f"rank {kube.pod_rank(pod)}: {pod_state(pod)}" for pod in pods if not _settled(pod_state(pod))]
+    return [f"rank {objects.pod_rank(pod)}: {pod_state(pod)}" for pod in pods if not _settled(pod_state(pod))]
 
 
 def _settled(state: PodState) -> bool:
@@ -150,7 +150,7 @@ def _why_gone(name: str, pod: Any, events: Sequence[Any]) -> str:
 
 def live_size(job: Any, spec: MiniClusterSpec) -> int:
     """The Job's own size: a resize changes it before the pods follow (the stack's size is the goal)."""
-    return kube.job_size(job) or spec.size
+    return objects.job_size(job) or spec.size
 
 
 def size_row(job: Any, spec: MiniClusterSpec) -> str:
@@ -165,7 +165,7 @@ def ranks_row(pods: Sequence[Any], size: int) -> str:
     """Which ranks are in which state, as rank ranges: "Running 0-3; Pending 4-5; leaving 6"."""
     by_state: dict[str, list[int]] = {}
     for pod in pods:
-        rank = kube.pod_rank(pod)
+        rank = objects.pod_rank(pod)
         state = "leaving" if rank >= size else pod_state(pod).label
         by_state.setdefault(state, []).append(rank)
     return "; ".join(f"{state} {rules.idset(sorted(set(ranks)))}" for state, ranks in by_state.items()) or "none yet"
@@ -212,7 +212,7 @@ class Progress:
 def progress(job: Any, pods: Sequence[Any], spec: MiniClusterSpec) -> Progress:
     """Against the size the stack asks for: after `pulumi config set minicluster:size`, until the
     resize has happened, the MiniCluster is on its way to that size."""
-    pods = [pod for pod in pods if kube.pod_rank(pod) < spec.size]
+    pods = [pod for pod in pods if objects.pod_rank(pod) < spec.size]
     scheduled = sum(1 for pod in pods if pod.spec.node_name)
     running = sum(1 for pod in pods if pod_state(pod).running)
     reasons = waiting_reasons(pods)

@@ -26,7 +26,7 @@ from rich.live import Live
 from rich.table import Table
 
 from flux_minicluster.builders.manifests import LOCAL_URI
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import kube, objects
 from flux_minicluster.cluster.deployed import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -74,7 +74,7 @@ def cmd_status(cluster: Cluster, console: Console) -> int:
 
 def _flux(cluster: Cluster, pods: list[Any]) -> list[tuple[str, str]]:
     """Flux's own view, when rank 0 runs; one line saying why not, when it cannot be had."""
-    rank0 = next((pod for pod in pods if kube.pod_rank(pod) == 0 and pod_state(pod).running), None)
+    rank0 = next((pod for pod in pods if objects.pod_rank(pod) == 0 and pod_state(pod).running), None)
     if rank0 is None:
         return []
     try:

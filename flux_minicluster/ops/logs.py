@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import objects
 from flux_minicluster.cluster.deployed import EXIT_NOT_RUNNING, EXIT_OK, Cluster, Failure, note
 from flux_minicluster.cluster.status import live_size, pod_state
 
@@ -33,7 +33,7 @@ def cmd_logs(cluster: Cluster, rank: int, follow: bool) -> int:
 def cmd_logs_all(cluster: Cluster, follow: bool) -> int:
     """Every rank's log, each line prefixed with its rank; following, lines come as the brokers write them."""
     size = live_size(cluster.job(), cluster.spec)
-    by_rank = {kube.pod_rank(pod): pod for pod in cluster.pods()}
+    by_rank = {objects.pod_rank(pod): pod for pod in cluster.pods()}
     readable = []
     for rank in range(size):
         pod = by_rank.get(rank)
