@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # strings below: an image's Python may be older than the project's
     Sample = tuple[str, dict[str, str], float]
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # readings.py is beside this file
+
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 GAUGES = {
@@ -57,9 +59,7 @@ class Source:
         # Flux's bindings are imported at the first scrape, not at start: the server starts beside the
         # broker, and their import would take twice its CPU while the broker comes up.
         import flux  # type: ignore[import-not-found]
-
-        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-        import readings  # type: ignore[import-not-found]  # beside this file in the pod
+        import readings  # type: ignore[import-not-found]
 
         rank = {"rank": str(self.rank)}
         try:
@@ -71,7 +71,7 @@ class Source:
             return [("minicluster_broker_up", rank, 0.0)]
         samples: list[Sample] = [("minicluster_broker_up", rank, 1.0)]
         if found is not None:
-            samples += instance(found) + sizes()
+            samples += instance(found) + sizes(readings.current_size())
         return samples
 
 
@@ -86,11 +86,12 @@ def instance(found: "dict[str, Any]") -> "list[Sample]":
     return samples
 
 
-def sizes() -> "list[Sample]":
-    with open(os.path.join(os.environ["MC_SCALE_DIR"], "size")) as current:  # a resize rewrites it
-        size = int(current.read().strip())
-    return [("minicluster_size", {}, size), ("minicluster_min_size", {}, int(os.environ["MC_MIN_SIZE"])),
-            ("minicluster_max_size", {}, int(os.environ["MC_MAX_SIZE"]))]  # fmt: skip
+def sizes(size: "int | None") -> "list[Sample]":
+    """The current size (readings.current_size: the scale ConfigMap, which a resize rewrites; in every
+    broker pod) and its bounds."""
+    bounds: list[Sample] = [("minicluster_min_size", {}, int(os.environ["MC_MIN_SIZE"])),
+                            ("minicluster_max_size", {}, int(os.environ["MC_MAX_SIZE"]))]  # fmt: skip
+    return ([("minicluster_size", {}, size)] if size is not None else []) + bounds
 
 
 def exposition(samples: "list[Sample]") -> str:

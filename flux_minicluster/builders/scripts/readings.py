@@ -20,8 +20,6 @@ from typing import Any
 import flux  # type: ignore[import-not-found]
 from flux.resource import resource_list, resource_status  # type: ignore[import-not-found]
 
-JOB_STATES = ("depend", "priority", "sched", "run", "cleanup", "inactive")
-
 
 def read(handle: "flux.Flux") -> "dict[str, Any]":
     listing = resource_list(handle).get()
