@@ -155,7 +155,7 @@ def live_size(job: Any, spec: MiniClusterSpec) -> int:
 
 def size_row(job: Any, spec: MiniClusterSpec) -> str:
     size = live_size(job, spec)
-    line = f"{size} (minSize {spec.min_size or 1}, maxSize {spec.largest_size})"
+    line = f"{size} (minSize {spec.smallest_size}, maxSize {spec.largest_size})"
     if spec.size != size:
         line += f"; the stack config says {spec.size}: a resize is under way, or run `pulumi up`"
     return line

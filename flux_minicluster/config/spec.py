@@ -217,6 +217,10 @@ class MiniClusterSpec(ContainerSettings):
         return self.max_size or self.size
 
     @property
+    def smallest_size(self) -> int:
+        return self.min_size or 1
+
+    @property
     def service(self) -> str:
         return self.service_name or self.name
 
