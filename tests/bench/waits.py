@@ -60,13 +60,10 @@ class Mirror:
     def _probe(self, pod: Pod) -> None:
         """The kubelet's readiness worker: one run each period; the pod's Ready condition follows."""
         was = False
-        while pod.running():
-            started = time.monotonic()
-            now = pod.ready()
+        for _, now in pod.probes():
             if now != was:
                 self._set_ready(pod.name, now)
                 was = now
-            time.sleep(max(0.0, started + pod.probe["periodSeconds"] - time.monotonic()))
 
     def _reap(self, pod: Pod) -> None:
         """The container has exited: the pod is gone from the API."""

@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,15 @@ class Pod:
         except subprocess.TimeoutExpired:
             return False
         return probe.returncode == 0
+
+    def probes(self) -> Iterator[tuple[float, bool]]:
+        """The readiness probe as the kubelet's worker runs it: one run each periodSeconds while the
+        container runs; when each run answered (time.monotonic()), and what."""
+        while self.running():
+            started = time.monotonic()
+            said = self.ready()
+            yield time.monotonic(), said
+            time.sleep(max(0.0, started + self.probe["periodSeconds"] - time.monotonic()))
 
     def running(self) -> bool:
         return self.process.poll() is None
