@@ -18,6 +18,14 @@ READINGS = Path(files.__file__).with_name("scripts") / "readings.py"
 _started: dict[int, Instance] = {}
 
 
+def flux_env(extra: dict[str, str]) -> dict[str, str]:
+    """An environment for Flux's own commands as the pods have it: the image's PATH (no shims of this
+    machine's Python on the way), and SHLVL as a user's shell (and the entrypoint, for the pods'
+    brokers) gives it: with SHLVL unset or 0, flux-core 0.88 takes a second longer to run
+    `flux start -s 3 true` here (2.1 s instead of 1.0 s)."""
+    return {"PATH": IMAGE_PATH, "HOME": "/root", "SHLVL": "1", **extra}
+
+
 class Instance:
     def __init__(self, size: int) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="flux-instance-"))
@@ -37,7 +45,7 @@ class Instance:
 
     @staticmethod
     def env(extra: dict[str, str]) -> dict[str, str]:
-        return {"PATH": IMAGE_PATH, "HOME": "/root", "SHLVL": "1", **extra}
+        return flux_env(extra)
 
     def run(self, *command: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
         """`command` against the instance (FLUX_URI set), as a user in rank 0's container would run it."""

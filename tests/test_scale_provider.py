@@ -20,6 +20,7 @@ from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
 from tests.provider_plugin import DIFF_SOME, ProviderPlugin, grpc_error
 from tests.test_operate import BROKER, DEV, broker_pod, job
+from tests.test_real_resize import drained
 
 SCALE = "pulumi-python:dynamic/minicluster:Scale"
 FULL = "0/3 nodes are available: 3 Insufficient cpu."
@@ -70,8 +71,7 @@ class Running:
 
     def drained(self) -> dict[str, str]:
         assert self.rank0 is not None
-        listing = self.rank0.flux("resource", "drain", "-n", "-o", "{ranks} {reason}")
-        return dict(line.split(" ", 1) for line in listing.splitlines())
+        return drained(self.rank0)
 
     def job_on(self, ranks: str, nodes: int, seconds: str = "inf") -> str:
         """A job running on `ranks` of the real instance."""

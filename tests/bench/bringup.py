@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flux_minicluster.config.loader import load_spec
+from tests.flux_instance import flux_env
 from tests.kubelet.pods import FLUX, Kubelet
-from tests.kubelet.volumes import IMAGE_PATH
 
 DEFAULT_SIZES = (3, 8, 16, 32)
 COMMAND = ("date", "+%s.%N")
@@ -67,10 +67,7 @@ def minicluster(size: int) -> Timing:
 def floor(size: int) -> Timing:
     """`flux start -s N` running the same command as rank 0 does."""
     command = [str(FLUX), "start", "-s", str(size), "flux", "submit", "--watch", f"-N{size}", f"-n{size}", *COMMAND]
-    # The pods' PATH (no shims of this machine's Python on the way), and SHLVL as a user's shell (and the
-    # entrypoint, for the pods' brokers) gives it: with SHLVL unset or 0, flux-core 0.88 takes a second
-    # longer to run `flux start -s 3 true` here (2.1 s instead of 1.0 s).
-    env = {"PATH": IMAGE_PATH, "HOME": "/root", "SHLVL": "1"}
+    env = flux_env({})  # as the pods' brokers have it
     started = time.time()
     done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=True, env=env)
     ended = time.time()
