@@ -9,14 +9,16 @@ from typing import Any
 
 import tomli_w
 
+from flux_minicluster.builders.names import scale_config_name
 from flux_minicluster.config import lifecycle, paths, rules
-from flux_minicluster.config.spec import MiniClusterSpec, quorum
+from flux_minicluster.config.spec import MiniClusterSpec
 
 SCRIPTS = (
     paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "instance.sh", paths.RESIZE_SCRIPT, paths.READINGS_SCRIPT,
-    paths.METRICS_SCRIPT,
+    paths.METRICS_SCRIPT, paths.AUTOSCALER_SCRIPT, paths.AUTOSCALING_MODULE,
+    paths.CLUSTER_API_MODULE,
 )  # fmt: skip
-"""The scripts in every broker pod's run-config directory (builders/scripts/)."""
+"""The scripts in every broker pod's run-config directory (builders/scripts/), beside config/sizing.py."""
 BATCH_SCRIPT = "batch.sh"
 RESTFUL_API_LIBRARIES = ".libraries"
 """Where, beside the RESTful API's code, its init container installs the libraries it needs."""
@@ -66,16 +68,6 @@ def tbon_table(spec: MiniClusterSpec) -> dict[str, str]:
     return tbon
 
 
-def scale_files(size: int, min_size: int | None, largest_size: int) -> dict[str, str]:
-    """The scale ConfigMap's files: what a broker reads at start about the current size. A resize
-    writes them again (flux_minicluster.cluster.scale), so they take the numbers, not the spec."""
-    files = {"size": str(size)}
-    at_size = quorum(size, min_size, largest_size)
-    if at_size is not None:
-        files["quorum"] = str(at_size)
-    return files
-
-
 def script(name: str) -> str:
     return resources.files("flux_minicluster.builders").joinpath("scripts", name).read_text()
 
@@ -84,6 +76,7 @@ def run_config_files(spec: MiniClusterSpec) -> dict[str, str]:
     """The scripts and the files that configure them (one item per line, no templating), but for
     those that come from secret config keys (secret_run_files)."""
     files = {name: script(name) for name in SCRIPTS}
+    files[paths.SIZING_MODULE] = resources.files("flux_minicluster.config").joinpath("sizing.py").read_text()
     if spec.all_submit_flags:
         files["submit.flags"] = _lines(spec.all_submit_flags)
     if spec.broker_attributes:
@@ -183,7 +176,8 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_RESTFUL_PORT": spec.restful_api.port if spec.restful_api.enabled else None,
         "MC_METRICS_PORT": spec.metrics.port if spec.metrics.enabled else None,
         "MC_METRICS_CACHE": lifecycle.METRICS_CACHE if spec.metrics.enabled else None,
-        "MC_MIN_SIZE": spec.smallest_size if spec.metrics.enabled else None,
+        "MC_MIN_SIZE": spec.smallest_size if spec.metrics.enabled or spec.autoscale.enabled else None,
+        **_autoscale_settings(spec),
         **_restful_api_settings(spec),
     }
     env: list[dict[str, Any]] = [
@@ -192,6 +186,23 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         if value is not None or key.startswith(rules.RESERVED_ENV_PREFIX)
     ]
     return env + _restful_api_credentials(spec)
+
+
+def _autoscale_settings(spec: MiniClusterSpec) -> dict[str, object | None]:
+    """What rank 0's autoscaler needs: its rhythm, the names of what it patches, the resize's bounds."""
+    autoscale = spec.autoscale
+    settings: dict[str, object | None] = {
+        "MC_AUTOSCALE_INTERVAL": autoscale.interval,
+        "MC_AUTOSCALE_DOWN_AFTER": autoscale.scale_down_after,
+        "MC_AUTOSCALE_COOLDOWN": autoscale.cooldown,
+        "MC_AUTOSCALE_MIN_SIZE": spec.min_size,  # empty: none set (the quorum then follows the size)
+        "MC_SCHEDULE_TIMEOUT": spec.schedule_timeout,
+        "MC_NAMESPACE": spec.namespace,
+        "MC_JOB": spec.name,
+        "MC_SCALE_CONFIG": scale_config_name(spec),
+        "MC_SERVICE_ACCOUNT_DIR": paths.SERVICE_ACCOUNT_DIR,
+    }
+    return settings if autoscale.enabled else dict.fromkeys(settings)
 
 
 def gpu_ids(count: int) -> str | None:

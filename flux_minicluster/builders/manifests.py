@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.builders import gang, monitoring, pod_security, pod_template
+from flux_minicluster.builders import autoscaling, gang, monitoring, pod_security, pod_template
 from flux_minicluster.builders.files import (
     BROKER_CONFIG_KEY,
     CURVE_CERT_KEY,
@@ -17,7 +17,6 @@ from flux_minicluster.builders.files import (
     config_secret_data,
     entrypoint_env,
     run_config_files,
-    scale_files,
 )
 from flux_minicluster.builders.names import (
     BROKER_CONTAINER,
@@ -32,6 +31,7 @@ from flux_minicluster.builders.names import (
 )
 from flux_minicluster.config import paths
 from flux_minicluster.config.paths import LOCAL_URI, STATE_DIR
+from flux_minicluster.config.sizing import scale_files
 from flux_minicluster.config.spec import MiniClusterSpec
 
 __all__ = [  # what callers use from here, wherever it is defined
@@ -262,6 +262,7 @@ def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
         entrypoint_config_map(spec),
         scale_config_map(spec),
         headless_service(spec),
+        *autoscaling.objects(spec),
     ]
     if spec.restful_api.enabled:
         objects.append(restful_api_service(spec))

@@ -46,3 +46,8 @@ def labels(spec: MiniClusterSpec, component: str) -> dict[str, str]:
         "app.kubernetes.io/component": component,
         "app.kubernetes.io/managed-by": "pulumi",
     }
+
+
+def autoscaler_name(spec: MiniClusterSpec) -> str:
+    """The autoscaler's ServiceAccount, Role and RoleBinding (autoscale.enabled)."""
+    return f"{spec.name}-autoscaler"

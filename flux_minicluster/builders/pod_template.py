@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.builders import gang, monitoring, pod_security
+from flux_minicluster.builders import autoscaling, gang, monitoring, pod_security
 from flux_minicluster.builders.files import (
     SECRET_ENV_PREFIX,
     entrypoint_env,
@@ -273,8 +273,8 @@ def _scheduling(spec: MiniClusterSpec) -> Manifest:
         "nodeSelector": dict(pod.node_selector),
         "tolerations": [toleration.manifest() for toleration in pod.tolerations],
         "affinity": _affinity(spec),
-        "serviceAccountName": pod.service_account_name,
-        "automountServiceAccountToken": _api_token(spec),
+        "serviceAccountName": autoscaling.service_account_name(spec),
+        "automountServiceAccountToken": autoscaling.api_token(spec),
         "runtimeClassName": pod.runtime_class_name,
         "schedulerName": spec.scheduler.scheduler_name if spec.scheduler else pod.scheduler_name,
         "priorityClassName": pod.priority_class_name,
@@ -282,15 +282,6 @@ def _scheduling(spec: MiniClusterSpec) -> Manifest:
         "imagePullSecrets": [{"name": name} for name in pod.image_pull_secrets],
     }
     return {key: value for key, value in optional.items() if value is not None and value != [] and value != {}}
-
-
-def _api_token(spec: MiniClusterSpec) -> bool | None:
-    """Flux needs no Kubernetes API: no token in the pods, unless the stack asks for one or names the
-    service account they run as (then Kubernetes' default, true, holds)."""
-    pod = spec.pod
-    if pod.automount_service_account_token is not None:
-        return pod.automount_service_account_token
-    return None if pod.service_account_name is not None else False
 
 
 def _affinity(spec: MiniClusterSpec) -> Manifest | None:

@@ -22,14 +22,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from flux_minicluster.builders.files import scale_files
 from flux_minicluster.builders.names import BROKER_CONTAINER
 from flux_minicluster.cluster import kube, objects, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
-from flux_minicluster.config import lifecycle, paths
-
-FIELD_MANAGER = "minicluster-scale"
-"""Owns the Job's parallelism and completions (Pulumi ignores them on an elastic Job) and the scale data."""
+from flux_minicluster.config import lifecycle, paths, sizing
+from flux_minicluster.config.sizing import FIELD_MANAGER
 
 NO_RANK0 = "rank 0 is not running, so no work runs on the instance: nothing to drain or undrain"
 
@@ -157,16 +154,16 @@ def _running_rank0(core: Any, want: Scale) -> str | None:
 
 
 def _write_scale(core: Any, want: Scale, size: int) -> None:
-    data: dict[str, str | None] = {"quorum": None, **scale_files(size, want.min_size, want.max_size)}  # None: removed
     core.patch_namespaced_config_map(
-        want.scale_config, want.namespace, {"data": data}, field_manager=FIELD_MANAGER,
+        want.scale_config, want.namespace, sizing.scale_config_patch(size, want.min_size, want.max_size),
+        field_manager=FIELD_MANAGER,
         _request_timeout=kube.REQUEST_TIMEOUT,
     )  # fmt: skip
 
 
 def _patch_job(batch: Any, want: Scale, size: int) -> None:
     batch.patch_namespaced_job(
-        want.job, want.namespace, {"spec": {"parallelism": size, "completions": size}}, field_manager=FIELD_MANAGER,
+        want.job, want.namespace, sizing.job_patch(size), field_manager=FIELD_MANAGER,
         _request_timeout=kube.REQUEST_TIMEOUT,
     )  # fmt: skip
 

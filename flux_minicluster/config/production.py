@@ -1,5 +1,5 @@
 """The rules across keys for production clusters: GPUs, the restricted Pod Security profile, gang
-scheduling. Each yields a Problem (key, message); consistency.problems checks them with the
+scheduling, autoscaling. Each yields a Problem (key, message); consistency.problems checks them with the
 rest once every key is valid on its own. Pure."""
 
 from __future__ import annotations
@@ -19,6 +19,36 @@ def problems(spec: MiniClusterSpec) -> Found:
     if spec.restricted:
         yield from _restricted(spec)
     yield from _gang(spec)
+    if spec.autoscale.enabled:
+        yield from _autoscale(spec)
+
+
+def _autoscale(spec: MiniClusterSpec) -> Found:
+    """The autoscaler resizes in place, within bounds that leave it room, as its own service account."""
+    if not spec.elastic:
+        yield Problem(
+            "autoscale.enabled",
+            f"minicluster:autoscale resizes a running instance, and mode {spec.mode!r} with a command runs once at "
+            "its size: use no command, or mode interactive or launcher",
+        )
+    elif spec.largest_size <= spec.smallest_size:
+        yield Problem(
+            "maxSize",
+            f"minicluster:autoscale needs room: minicluster:maxSize ({spec.largest_size}) must be above "
+            f"minicluster:minSize ({spec.smallest_size})",
+        )
+    if spec.scheduler is not None:
+        yield Problem(
+            "autoscale.enabled",
+            "minicluster:autoscale with minicluster:scheduler: the gang's PodGroup holds the size, which the "
+            "autoscaler may not change; resize with `pulumi up` instead",
+        )
+    if spec.pod.automount_service_account_token is False:
+        yield Problem(
+            "pod.automountServiceAccountToken",
+            "minicluster:autoscale acts through the pods' service account token: unset "
+            "minicluster:pod.automountServiceAccountToken",
+        )
 
 
 def _gang(spec: MiniClusterSpec) -> Found:

@@ -12,7 +12,8 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from flux_minicluster.config import paths, rules
+from flux_minicluster.config import paths, rules, sizing
+from flux_minicluster.config.autoscale import Autoscale
 from flux_minicluster.config.flux_extras import FluxView, Metrics, RestfulApi
 from flux_minicluster.config.gang import Scheduler
 from flux_minicluster.config.settings import ContainerSettings, Hooks, Logging, Pod, Sidecar
@@ -174,6 +175,8 @@ class MiniClusterSpec(ContainerSettings):
     """The Flux RESTful API server on rank 0 of a persistent cluster."""
     metrics: Metrics = Field(default_factory=Metrics)
     """Prometheus metrics from every broker pod: Flux's own view of the instance on rank 0."""
+    autoscale: Autoscale = Field(default_factory=Autoscale)
+    """Rank 0 resizes an elastic cluster to its queue, between minSize and maxSize (docs/resizing.md)."""
     admission: Literal["refuse", "warn", "off"] = "warn"
     """Before anything is created, check that the pods fit the cluster as it is (nodes, their free room,
     quotas): refuse stops `pulumi up` with what does not fit; warn says so and goes ahead (a cluster
@@ -218,7 +221,7 @@ class MiniClusterSpec(ContainerSettings):
 
     @property
     def smallest_size(self) -> int:
-        return self.min_size or 1
+        return sizing.smallest_size(self.min_size)
 
     @property
     def service(self) -> str:
@@ -237,7 +240,7 @@ class MiniClusterSpec(ContainerSettings):
 
     @property
     def quorum(self) -> int | None:
-        return quorum(self.size, self.min_size, self.largest_size)
+        return sizing.quorum(self.size, self.min_size, self.largest_size)
 
     @property
     def persistent(self) -> bool:
@@ -287,11 +290,3 @@ def gpu_names(amounts: Mapping[str, object]) -> list[str]:
     """The GPU resources among requests or limits: by Kubernetes device plugins' convention, the
     extended resources named <vendor>/gpu."""
     return sorted(name for name in amounts if rules.extended_resource(name) and name.endswith("/gpu"))
-
-
-def quorum(size: int, min_size: int | None, largest_size: int) -> int | None:
-    """broker.quorum at a given size, when it must differ from Flux's default of every rank in the
-    hostlist: minSize if set, else every broker of the current size."""
-    if min_size is not None:
-        return min_size
-    return size if largest_size > size else None

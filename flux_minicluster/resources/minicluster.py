@@ -3,6 +3,7 @@
 Graph: certificate -> Secret ─┐
        broker ConfigMap ──────┤
        entrypoint ConfigMap ──┤
+       autoscaler's Role ─────┤   (autoscale: its ServiceAccount, Role and RoleBinding)
        PodGroup (a gang) ─────┼─> Indexed Job ──> Scale (elastic clusters: waits for the brokers, and
        scale ConfigMap ───────┤   (names passed   resizes the running Job when `size` changes)
        headless Service ──────┘   as Outputs)     and, beside the Job, the scheduling guard (stops
@@ -21,7 +22,7 @@ from typing import Any, Protocol
 import pulumi
 import pulumi_kubernetes as k8s
 
-from flux_minicluster.builders import manifests, monitoring
+from flux_minicluster.builders import autoscaling, manifests, monitoring
 from flux_minicluster.builders.names import INDEX_LABEL, labels
 from flux_minicluster.config import lifecycle
 from flux_minicluster.config.certificate import parse
@@ -85,8 +86,8 @@ class MiniCluster(pulumi.ComponentResource):
         ignore = (["spec.suspend"] if spec.suspend else []) + (JOB_SIZE_FIELDS if spec.elastic else [])
         deleted_first = [self._job_deletion(name, spec, job_manifest, args.kube_context)] if spec.elastic else []
         job = self._named(
-            k8s.batch.v1.Job, f"{name}-job", job_manifest,
-            replace_on_changes=JOB_IMMUTABLE_FIELDS, ignore_changes=ignore, depends_on=deleted_first,
+            k8s.batch.v1.Job, f"{name}-job", job_manifest, replace_on_changes=JOB_IMMUTABLE_FIELDS,
+            ignore_changes=ignore, depends_on=deleted_first + self._api_access(name, spec),
         )  # fmt: skip
         if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
             self._scheduling_guard(name, spec, job_manifest, args.kube_context)
@@ -155,6 +156,16 @@ class MiniCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[service]),
         )  # fmt: skip
 
+    def _api_access(self, name: str, spec: MiniClusterSpec) -> list[pulumi.Resource]:
+        """The autoscaler's ServiceAccount, Role and RoleBinding, before the Job whose pods use them."""
+        kinds = {"ServiceAccount": k8s.core.v1.ServiceAccount, "Role": k8s.rbac.v1.Role,
+                 "RoleBinding": k8s.rbac.v1.RoleBinding}  # fmt: skip
+        suffixes = {"ServiceAccount": "service-account", "Role": "role", "RoleBinding": "role-binding"}
+        return [
+            self._named(kinds[manifest["kind"]], f"{name}-autoscaler-{suffixes[manifest['kind']]}", manifest)
+            for manifest in autoscaling.objects(spec)
+        ]
+
     def _scheduling_guard(
         self, name: str, spec: MiniClusterSpec, job_manifest: manifests.Manifest, kube_context: str | None
     ) -> SchedulingGuard:
@@ -197,6 +208,7 @@ class MiniCluster(pulumi.ComponentResource):
             "minSize": spec.min_size, "maxSize": spec.largest_size, "shrinkPolicy": spec.shrink_policy,
             "shrinkTimeout": spec.shrink_timeout, "jobTimeout": spec.job_timeout,
             "scheduleTimeout": spec.schedule_timeout, "kubeContext": kube_context,
+            **({"autoscale": True} if spec.autoscale.enabled else {}),  # absent: older stacks see no change
         }  # fmt: skip
         return Scale(f"{name}-size", inputs, pulumi.ResourceOptions(parent=self))
 

@@ -9,6 +9,8 @@ runs after the Job (its `jobUid` input is the Job's uid), on every create and up
   replaced Job (a new uid) starts at the size Pulumi remembers for it, so it is resized here too;
 - read (`pulumi refresh`): the size the Job has, so that a change made outside Pulumi shows up as drift
   and the next `pulumi up` puts the configured size back;
+- with autoscale, rank 0 owns the running size: an update resizes only when `size` itself changed (or
+  the Job is new), and a refresh does not call the autoscaler's size drift;
 - delete: nothing; the Job goes with the MiniCluster.
 """
 
@@ -39,6 +41,7 @@ class ScaleInputs(WireInputs):
     job_timeout: int = Field(alias="jobTimeout", ge=1)
     schedule_timeout: int = Field(alias="scheduleTimeout", ge=1)
     kube_context: str | None = Field(default=None, alias="kubeContext")
+    autoscale: bool = False
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job"})
 
@@ -51,8 +54,10 @@ class ScaleProvider(WireProvider):
         outcome = _resize(inputs)
         return CreateResult(f"{inputs.namespace}/{inputs.job}", {**inputs.to_wire(), "outcome": outcome})
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         inputs = ScaleInputs.from_wire(news)
+        if inputs.autoscale and not _size_asked(ScaleInputs.from_wire(olds), inputs):
+            return UpdateResult({**inputs.to_wire(), "outcome": AUTOSCALED})
         return UpdateResult({**inputs.to_wire(), "outcome": _resize(inputs)})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
@@ -60,6 +65,8 @@ class ScaleProvider(WireProvider):
         from flux_minicluster.cluster import kube, scale
 
         inputs = ScaleInputs.from_wire(props)
+        if inputs.autoscale:
+            return ReadResult(id_, props)
         try:
             size = scale.live_size(kube.api_client(inputs.kube_context), inputs.namespace, inputs.job)
         except Exception as error:
@@ -69,10 +76,21 @@ class ScaleProvider(WireProvider):
         return ReadResult(id_, {**props, "size": size})
 
 
+AUTOSCALED = "size left to the autoscaler: `size` and the Job are unchanged"
+
+
+def _size_asked(olds: ScaleInputs, news: ScaleInputs) -> bool:
+    """Whether this update asks for a size: `size` changed, or the Job is new (it starts at the size
+    Pulumi remembers for it). Otherwise the running size is the autoscaler's."""
+    return olds.size != news.size or olds.job_uid != news.job_uid
+
+
 def _resize(inputs: ScaleInputs) -> str:
     from flux_minicluster.cluster import kube, scale
 
-    want = scale.Scale(**inputs.model_dump(exclude={"job_uid", "kube_context"}))  # the same fields, by name
+    want = scale.Scale(
+        **inputs.model_dump(exclude={"job_uid", "kube_context", "autoscale"})
+    )  # the same fields, by name
     with failing_as(f"bringing the MiniCluster to size {inputs.size}", scale.ResizeFailed):
         return "\n".join(scale.resize(kube.api_client(inputs.kube_context), want))
 

@@ -26,9 +26,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from flux_minicluster.builders import files, manifests, names
+from flux_minicluster.builders import manifests, names
 from flux_minicluster.builders.names import BROKER_CONTAINER
-from flux_minicluster.config import certificate
+from flux_minicluster.config import certificate, sizing
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.kubelet.network import PodNetwork
 from tests.kubelet.pod import Pod, wait_until
@@ -172,7 +172,7 @@ class Kubelet:
         """What follows resize.sh in a resize (cluster/scale.py): the scale ConfigMap says the new size,
         then the Job does, and the Job controller has the pods beyond it stopped (highest first) or
         creates those up to it."""
-        data = files.scale_files(size, self.spec.min_size, self.spec.largest_size)
+        data = sizing.scale_files(size, self.spec.min_size, self.spec.largest_size)
         self.update("ConfigMap", names.scale_config_name(self.spec), data)
         current, self.job["spec"]["parallelism"] = self.job["spec"]["parallelism"], size
         self.job["spec"]["completions"] = size

@@ -173,15 +173,19 @@ ready() {
   done
 }
 
-# Prometheus metrics (metrics.enabled), served beside the broker for the pod's life: the container's end
-# ends the server. Its readings ask the broker, and say 0 while it is not up. It starts as the broker
-# does, so it yields the CPU to it (nice) where the image has nice.
-start_metrics() {
+# Beside the broker, for the pod's life (the container's end ends them): Prometheus metrics
+# (metrics.enabled), whose readings say 0 while the broker is not up, niced where the image has nice so
+# that they yield the CPU to it; and rank 0's autoscaler (autoscale.enabled), which waits for its broker.
+start_companions() {
   local -a lower=()
-  [[ -n ${MC_METRICS_PORT?} ]] || return 0
   if command -v nice >/dev/null; then lower=(nice -n 19); fi
-  log "serving metrics on port $MC_METRICS_PORT"
-  "${lower[@]}" "$flux" python "$run_config/metrics.py" </dev/null &
+  if [[ -n ${MC_METRICS_PORT?} ]]; then
+    log "serving metrics on port $MC_METRICS_PORT"
+    "${lower[@]}" "$flux" python "$run_config/metrics.py" </dev/null &
+  fi
+  if [[ -n ${MC_AUTOSCALE_INTERVAL?} ]] && ((rank == 0)); then
+    "$flux" python "$run_config/autoscaler.py" </dev/null &
+  fi
 }
 
 on_stop() {
@@ -277,7 +281,7 @@ main() {
       "(Kubernetes removes this pod if it is shrinking)"
   fi
   prepare_state
-  start_metrics
+  start_companions
   run_hook pre
   local status=0 started=$SECONDS
   if [[ $stop_requested == true ]]; then

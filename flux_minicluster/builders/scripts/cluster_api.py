@@ -1,0 +1,91 @@
+"""The Kubernetes API from inside a broker pod, as its service account (for the autoscaler): HTTPS to
+the address Kubernetes gives every pod, the server checked against the cluster's CA, the token read
+again for each request (Kubernetes rotates it in place).
+
+Standard library only, annotations as strings: an image's Python may be older than the project's.
+"""
+
+import datetime
+import json
+import os
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+TIMEOUT = 10
+"""Seconds one request may take."""
+MERGE_PATCH = "application/merge-patch+json"
+
+
+class ApiError(Exception):
+    """A request the API server refused, or that never reached it: the status (None: no answer) and why."""
+
+    def __init__(self, status: "int | None", message: str) -> None:
+        super().__init__(f"{status or 'no answer'}: {message}")
+        self.status = status
+
+
+class ClusterApi:
+    """The API server, as the pod's service account, in the pod's own namespace."""
+
+    def __init__(self, account_dir: str, namespace: str) -> None:
+        host = os.environ["KUBERNETES_SERVICE_HOST"]
+        host = f"[{host}]" if ":" in host else host  # an IPv6 address
+        self.base = f"https://{host}:{os.environ['KUBERNETES_SERVICE_PORT']}"
+        self.token_file = os.path.join(account_dir, "token")
+        self.tls = ssl.create_default_context(cafile=os.path.join(account_dir, "ca.crt"))
+        self.namespace = namespace
+
+    def request(self, method: str, path: str, body: "dict[str, Any] | None" = None, **query: str) -> Any:
+        url = f"{self.base}{path}{'?' + urllib.parse.urlencode(query) if query else ''}"
+        with open(self.token_file) as token:
+            headers = {"Authorization": f"Bearer {token.read().strip()}", "Accept": "application/json"}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = MERGE_PATCH if method == "PATCH" else "application/json"
+        asked = urllib.request.Request(url, data=data, headers=headers, method=method)
+        try:
+            with urllib.request.urlopen(asked, timeout=TIMEOUT, context=self.tls) as answer:
+                return json.loads(answer.read() or b"null")
+        except urllib.error.HTTPError as refused:
+            raise ApiError(refused.code, _message(refused.read())) from None
+        except (OSError, ValueError) as failed:  # refused, reset, timed out, unreadable
+            raise ApiError(None, str(getattr(failed, "reason", failed))) from None
+
+    def job(self, name: str) -> "dict[str, Any]":
+        found: dict[str, Any] = self.request("GET", f"/apis/batch/v1/namespaces/{self.namespace}/jobs/{name}")
+        return found
+
+    def patch_job(self, name: str, patch: "dict[str, Any]", manager: str) -> None:
+        self.request("PATCH", f"/apis/batch/v1/namespaces/{self.namespace}/jobs/{name}", patch, fieldManager=manager)
+
+    def patch_config_map(self, name: str, patch: "dict[str, Any]", manager: str) -> None:
+        path = f"/api/v1/namespaces/{self.namespace}/configmaps/{name}"
+        self.request("PATCH", path, patch, fieldManager=manager)
+
+    def event(self, job: "dict[str, Any]", reason: str, message: str, warning: bool, component: str) -> None:
+        """An Event on the Job, as `kubectl describe job` lists them."""
+        utc = datetime.timezone.utc  # noqa: UP017 -- datetime.UTC is Python 3.11's
+        now = datetime.datetime.now(utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        meta = job["metadata"]
+        event = {
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": self.namespace},
+            "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
+                               "namespace": self.namespace, "uid": meta["uid"]},
+            "reason": reason, "message": message, "type": "Warning" if warning else "Normal",
+            "source": {"component": component}, "reportingComponent": component,
+            "reportingInstance": os.environ.get("HOSTNAME", ""), "firstTimestamp": now, "lastTimestamp": now,
+            "count": 1,
+        }  # fmt: skip
+        self.request("POST", f"/api/v1/namespaces/{self.namespace}/events", event)
+
+
+def _message(body: bytes) -> str:
+    """The API server's own words: the message of its Status object, else the body as it came."""
+    try:
+        return str(json.loads(body)["message"])
+    except (ValueError, KeyError, TypeError):
+        return body.decode(errors="replace").strip() or "(no body)"
