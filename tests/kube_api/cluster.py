@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tests import schemas
+from tests.kube_api.rbac import Account
 
 Json = dict[str, Any]
 SCHEMA_VERSION = "1.33.0"
@@ -81,6 +82,8 @@ class Cluster:
     on_request: Callable[[int], None] | None = None
     """Called with each request's number (from 1) before it is answered: to change the cluster mid-command."""
     exec_handler: ExecHandler | None = None
+    accounts: dict[str, Account] = field(default_factory=dict)
+    """Service accounts by their token, each with its Role's rules (rbac.py); other tokens are the admin's."""
     lock: threading.Condition = field(default_factory=threading.Condition)
     history: list[tuple[int, str, Json]] = field(default_factory=list)
     version: int = 1
@@ -100,6 +103,7 @@ class Cluster:
             self.crds.clear()
             self.pod_security.clear()
             self.existing.clear()
+            self.accounts.clear()
             self.namespaces = {"default"}
             self.kubelet = self.exec_handler = self.on_request = self.job_controller = None
         return self

@@ -3,6 +3,7 @@ creates of any kind (dry runs), Jobs and ConfigMaps with their patches."""
 
 from __future__ import annotations
 
+import secrets
 from typing import Any
 from urllib.parse import urlparse
 
@@ -56,6 +57,21 @@ class ObjectRoutes(Answers):
         items = [e for e in self.cluster.events if e["metadata"]["namespace"] == ns
                  and (wanted is None or e["involvedObject"]["name"] == wanted)]  # fmt: skip
         self._json(200, {"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": items})
+
+    def create_event(self, ns: str, body: Json) -> None:
+        """An Event, decoded strictly and named from its generateName, as the API server stores it."""
+        metadata = body.get("metadata") or {}
+        refusal = decode_problem(body)
+        if refusal:
+            self._status(400, refusal)
+        elif metadata.get("namespace", ns) != ns:
+            self._status(400, "the namespace of the provided object does not match the namespace sent on the request")
+        else:
+            event = {**body, "metadata": {**metadata, "name": metadata.get("name") or
+                                          f"{metadata['generateName']}{secrets.token_hex(3)}"}}  # fmt: skip
+            with self.cluster.lock:
+                self.cluster.events.append(event)
+            self._json(201, event)
 
     def get_job(self, ns: str, name: str, body: Any) -> None:
         if (job := self._found(self.cluster.jobs, ns, name, "jobs.batch")) is not None:

@@ -15,6 +15,7 @@ from urllib.parse import parse_qs, urlparse
 
 import yaml
 
+from tests.kube_api import rbac
 from tests.kube_api.cluster import REASONS, Cluster
 from tests.kube_api.objects import ObjectRoutes
 from tests.kube_api.pods import PodRoutes
@@ -32,6 +33,7 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/log$", "pod_log"),
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods/(?P<name>[^/]+)/exec$", "pod_exec"),
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$", "list_events"),
+    ("POST", r"^/api/v1/namespaces/(?P<ns>[^/]+)/events$", "create_event"),
     ("GET", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "get_job"),
     ("PATCH", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "patch_job"),
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)$", "get_config_map"),
@@ -74,7 +76,7 @@ class _Handler(PodRoutes, ObjectRoutes):
             number = len(self.cluster.requests)
         if self.cluster.on_request is not None:
             self.cluster.on_request(number)
-        if self._faulted(method, url.path):
+        if self._faulted(method, url.path) or self._forbidden(method, url.path):
             return
         for route_method, pattern, action in ROUTES:
             match = re.match(pattern, url.path)
@@ -82,6 +84,15 @@ class _Handler(PodRoutes, ObjectRoutes):
                 getattr(self, action)(body=body, **match.groupdict())
                 return
         self._status(404, f"the server could not find the requested resource ({method} {url.path})")
+
+    def _forbidden(self, method: str, path: str) -> bool:
+        """A service account's request that its Role does not allow (rbac.py)."""
+        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        account = self.cluster.accounts.get(token)
+        why = rbac.refusal(account, method, path, self.query) if account is not None else None
+        if why is not None:
+            self._status(403, why)
+        return why is not None
 
     def _faulted(self, method: str, path: str) -> bool:
         for fault in self.cluster.faults:
@@ -108,8 +119,8 @@ class StandIn:
 
     def __init__(self, directory: Path, context: str = "standin") -> None:
         self.cluster = Cluster()
-        handler = type("Handler", (_Handler,), {"cluster": self.cluster})
-        self.server = _Server(("127.0.0.1", 0), handler)
+        self.handler = type("Handler", (_Handler,), {"cluster": self.cluster})
+        self.server = _Server(("127.0.0.1", 0), self.handler)
         self.cluster.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self.cluster.kubeconfig = write_kubeconfig(directory / "kubeconfig", {context: self.cluster.url})
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)

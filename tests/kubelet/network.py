@@ -58,7 +58,7 @@ class PodNetwork:
         self.records: dict[str, tuple[str, str, str]] = {}  # pod -> (address, fqdn, hostname)
         self.namespaces: dict[str, str] = {}  # pod -> its network namespace
         self._addresses = SUBNET.hosts()
-        next(self._addresses)  # .1: the bridge's own, were it given one
+        self.gateway = str(next(self._addresses))  # .1: the bridge's own, once it is given it (serve_pods)
         self._veths = itertools.count()
         self._lock = threading.Lock()
         self._publish()

@@ -28,8 +28,10 @@ from pathlib import Path
 
 from flux_minicluster.builders import manifests, names
 from flux_minicluster.builders.names import BROKER_CONTAINER
-from flux_minicluster.config import certificate, sizing
+from flux_minicluster.config import certificate, paths, sizing
 from flux_minicluster.config.spec import MiniClusterSpec
+from tests.kube_api.in_cluster import InCluster
+from tests.kube_api.server import StandIn
 from tests.kubelet.network import PodNetwork
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.volumes import Manifest, Volumes, container_env
@@ -57,6 +59,7 @@ class Kubelet:
 
     def __init__(self, tmp: Path, spec: MiniClusterSpec, cluster_domain: str = "cluster.local") -> None:
         self.tmp, self.spec, self.cluster_domain = tmp, spec, cluster_domain
+        self.api: InCluster | None = None
         tmp.mkdir(parents=True, exist_ok=True)
         self.certificate = certificate.generate(spec.rank0_host)
         self.objects = manifests.all_objects(spec, self.certificate.text())
@@ -73,6 +76,29 @@ class Kubelet:
         self.network = PodNetwork(tmp / "dns")
         self.pods: list[Pod] = []
         self.started_at = 0.0
+
+    def reach(self, stand_in: StandIn) -> InCluster:
+        """From now on the pods reach `stand_in` as they reach the API server: its address in their
+        environment, and their service account's token, CA and namespace mounted where Kubernetes
+        mounts them (when the pod spec asks for a token), the token's rights being its Role's."""
+        self.api = InCluster(stand_in, self.tmp / "api", self.network)
+        return self.api
+
+    def _service_account(self) -> list[str]:
+        """The container's mount of its service account (a kubelet mounts it only with a token asked for)."""
+        account = self.pod_spec.get("serviceAccountName")
+        if self.api is None or not account or self.pod_spec.get("automountServiceAccountToken") is False:
+            return []
+        bound = {
+            obj["roleRef"]["name"]
+            for obj in self.objects
+            if obj["kind"] == "RoleBinding"
+            and {"kind": "ServiceAccount", "name": account, "namespace": self.namespace} in obj["subjects"]
+        }
+        rules = [rule for obj in self.objects if obj["kind"] == "Role" and obj["metadata"]["name"] in bound
+                 for rule in obj["rules"]]  # fmt: skip
+        mounted = self.api.service_account(self.namespace, account, rules)
+        return ["--mount", str(mounted), paths.SERVICE_ACCOUNT_DIR, "ro"]
 
     @property
     def namespace(self) -> str:
@@ -119,6 +145,8 @@ class Kubelet:
         }  # fmt: skip
         home = "/root" if self.user is None or self.user[0] == 0 else "/"
         env = {**container_env(self.container, self.volumes, fields, home), **(env or {})}
+        if self.api is not None:  # as the kubelet tells every pod where the API server is
+            env.update(KUBERNETES_SERVICE_HOST=self.api.host, KUBERNETES_SERVICE_PORT=str(self.api.port))
         log = sandbox.directory / "log"
         log.touch(mode=0o644)
         workdir = self.container.get("workingDir", "/")
@@ -126,7 +154,8 @@ class Kubelet:
             "nsenter", f"--net=/run/netns/{sandbox.namespace}", "unshare", "--mount", "--uts", "--pid", "--fork",
             "--kill-child", "--mount-proc", "bash", str(CONTAINER), "--hostname", sandbox.hostname,
             "--dns", str(self.network.dns_dir), "--scratch", str(sandbox.directory / "scratch"), "--workdir", workdir,
-            *self._mounts(sandbox.directory), *self._as_user(), *(["--gate", str(gate)] if gate else []),
+            *self._mounts(sandbox.directory), *self._service_account(), *self._as_user(),
+            *(["--gate", str(gate)] if gate else []),
             "--", *self.container["command"], *self.container.get("args", []),
         ]  # fmt: skip
         with log.open("ab") as output:  # appended: writes through /proc/1/fd/2 land after it, never over it
@@ -189,6 +218,8 @@ class Kubelet:
         self.volumes.update(kind, name, data)
 
     def close(self) -> None:
+        if self.api is not None:
+            self.api.stop()
         for pod in self.pods:
             pod.kill()
         for pod in self.pods:

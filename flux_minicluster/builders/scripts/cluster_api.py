@@ -72,6 +72,7 @@ class ClusterApi:
         now = datetime.datetime.now(utc).strftime("%Y-%m-%dT%H:%M:%SZ")
         meta = job["metadata"]
         event = {
+            "apiVersion": "v1", "kind": "Event",
             "metadata": {"generateName": f"{meta['name']}.", "namespace": self.namespace},
             "involvedObject": {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
                                "namespace": self.namespace, "uid": meta["uid"]},

@@ -1,0 +1,98 @@
+"""The pods' Kubernetes client (cluster_api.py, the autoscaler's) against the API stand-in over HTTPS,
+as a pod reaches the API server: the address from KUBERNETES_SERVICE_HOST and _PORT, the server
+checked against the service account's CA, its token, and its Role enforced as RBAC enforces it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flux_minicluster.builders import autoscaling, manifests
+from flux_minicluster.config import sizing
+from tests.kube_api import Cluster, StandIn, refused_url
+from tests.kube_api.in_cluster import InCluster
+from tests.pod_modules import cluster_api
+from tests.test_autoscale_config import spec_of
+from tests.test_operate import job
+
+SPEC = spec_of()
+
+
+@pytest.fixture
+def pod_api(api_server: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Cluster]]:
+    """The client as rank 0's autoscaler makes it, with the autoscaler's Role, and the cluster it sees."""
+    cluster = api_server.cluster.reset()
+    served = InCluster(api_server, tmp_path / "api")
+    account = served.service_account("default", "dev-autoscaler", autoscaling.rules(SPEC))
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", served.host)
+    monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(served.port))
+    cluster.add_job({**job(), "metadata": {**job()["metadata"], "uid": "job-uid"}})
+    scale_config = manifests.scale_config_map(SPEC)
+    cluster.config_maps[("default", scale_config["metadata"]["name"])] = scale_config
+    yield cluster_api.ClusterApi(str(account), "default"), cluster
+    served.stop()
+
+
+def test_it_reads_and_patches_its_own_job_with_the_scale_field_manager(pod_api: tuple[Any, Cluster]) -> None:
+    api, cluster = pod_api
+    api.patch_job("dev", sizing.job_patch(3), sizing.FIELD_MANAGER)
+    assert api.job("dev")["spec"]["completions"] == cluster.jobs[("default", "dev")]["spec"]["parallelism"] == 3
+    assert cluster.field_managers == [("/apis/batch/v1/namespaces/default/jobs/dev", "minicluster-scale")]
+
+
+def test_it_writes_the_scale_files_and_drops_a_quorum_no_longer_needed(pod_api: tuple[Any, Cluster]) -> None:
+    api, cluster = pod_api
+    api.patch_config_map("dev-scale", sizing.scale_config_patch(2, None, 4), sizing.FIELD_MANAGER)
+    api.patch_config_map("dev-scale", sizing.scale_config_patch(4, None, 4), sizing.FIELD_MANAGER)
+    assert cluster.config_maps[("default", "dev-scale")]["data"] == {"size": "4"}
+
+
+def test_its_event_on_the_job_is_one_kubectl_describe_lists(pod_api: tuple[Any, Cluster]) -> None:
+    api, cluster = pod_api
+    api.event(api.job("dev"), sizing.GREW, "grew from 1 to 4 brokers", False, sizing.AUTOSCALER)
+    (event,) = cluster.events
+    assert event["involvedObject"] == {"apiVersion": "batch/v1", "kind": "Job", "name": "dev",
+                                       "namespace": "default", "uid": "job-uid"}  # fmt: skip
+    assert (event["reason"], event["type"], event["source"]) == ("Grew", "Normal", {"component": sizing.AUTOSCALER})
+    assert event["metadata"]["name"].startswith("dev.")
+
+
+def test_another_job_is_forbidden_in_the_api_servers_words(pod_api: tuple[Any, Cluster]) -> None:
+    api, _ = pod_api
+    with pytest.raises(cluster_api.ApiError) as refused:
+        api.patch_job("other", sizing.job_patch(3), sizing.FIELD_MANAGER)
+    assert refused.value.status == 403
+    assert str(refused.value) == (
+        '403: jobs.batch "other" is forbidden: User "system:serviceaccount:default:dev-autoscaler" cannot patch '
+        'resource "jobs" in API group "batch" in the namespace "default"'
+    )
+
+
+def test_deleting_its_own_job_is_forbidden(pod_api: tuple[Any, Cluster]) -> None:
+    api, cluster = pod_api
+    with pytest.raises(cluster_api.ApiError, match="cannot delete resource"):
+        api.request("DELETE", "/apis/batch/v1/namespaces/default/jobs/dev")
+    assert ("default", "dev") in cluster.jobs
+
+
+def test_a_server_its_ca_does_not_vouch_for_is_refused(pod_api: tuple[Any, Cluster], tmp_path: Path) -> None:
+    _, cluster = pod_api
+    other = tmp_path / "other-ca"
+    other.mkdir()
+    (other / "token").write_text("x")
+    (other / "ca.crt").write_text(Path("/etc/ssl/certs/ca-certificates.crt").read_text())
+    with pytest.raises(cluster_api.ApiError, match="CERTIFICATE_VERIFY_FAILED"):
+        cluster_api.ClusterApi(str(other), "default").job("dev")
+    assert cluster.requests == []
+
+
+def test_no_answer_is_an_error_without_a_status(pod_api: tuple[Any, Cluster], monkeypatch: pytest.MonkeyPatch) -> None:
+    api, _ = pod_api
+    monkeypatch.setattr(api, "base", refused_url().replace("http:", "https:"))
+    with pytest.raises(cluster_api.ApiError) as failed:
+        api.job("dev")
+    assert failed.value.status is None
+    assert "refused" in str(failed.value).lower()
