@@ -73,10 +73,18 @@ def test_with_a_job_waiting_nothing_shrinks() -> None:
     assert decide(observed(size=4, busy={0}, waiting=[4]), idle) is None
 
 
-def test_nothing_changes_within_the_cooldown_of_the_last_change() -> None:
-    waiting = observed(size=1, busy={0}, waiting=[1])
-    assert decide(waiting, last_change=NOW - 9) is None
-    assert decide(waiting, last_change=NOW - 10).size == 2
+def test_nothing_shrinks_within_the_cooldown_of_the_last_change() -> None:
+    idle = observed(size=2, busy={0})
+    assert decide(idle, {1: NOW - 99}, last_change=NOW - 9) is None
+    assert decide(idle, {1: NOW - 99}, last_change=NOW - 10).size == 1
+
+
+def test_a_grow_may_follow_the_last_change_at_once() -> None:
+    assert decide(observed(size=2, busy={0, 1}, waiting=[1]), last_change=NOW).size == 3
+
+
+def test_one_waiting_job_is_said_in_the_singular() -> None:
+    assert decide(observed(size=1, busy={0}, waiting=[1])).reason == "1 queued job needs 1 node, 0 free"
 
 
 def test_idle_time_starts_over_when_a_rank_gets_work_or_goes_down() -> None:
@@ -132,10 +140,11 @@ def test_a_grow_answers_waiting_jobs_by_at_most_their_shortfall(situation: Any) 
 
 
 @given(situations())
-def test_within_the_cooldown_nothing_changes(situation: Any) -> None:
+def test_within_the_cooldown_nothing_shrinks(situation: Any) -> None:
     seen, idle, bounds, last_change = situation
-    if last_change is not None and NOW - last_change < bounds.cooldown:
-        assert autoscaling.decide(seen, idle, bounds, NOW, last_change) is None
+    decision = autoscaling.decide(seen, idle, bounds, NOW, last_change)
+    if last_change is not None and NOW - last_change < bounds.cooldown and decision is not None:
+        assert decision.size > seen.size
 
 
 @given(situations())

@@ -21,4 +21,4 @@ class Autoscale(Model):
     """Seconds between two looks at the instance when nothing happens; a job submitted or ended is looked
     at at once."""
     cooldown: Seconds = 30
-    """Seconds after a change before the next one may start."""
+    """Seconds after a change before a shrink may start (a grow for waiting jobs never waits)."""

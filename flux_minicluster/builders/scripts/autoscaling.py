@@ -55,10 +55,8 @@ def decide(
     observed: Observed, idle: "dict[int, float]", bounds: Bounds, now: float, last_change: "float | None"
 ) -> "Decision | None":
     """The size the cluster should have, or None to leave it. Waiting jobs that need more nodes than are
-    free grow it by the shortfall (up to maxSize); with no job waiting, the highest ranks idle for
-    scaleDownAfter go (never below minSize). One change per cooldown."""
-    if last_change is not None and now - last_change < bounds.cooldown:
-        return None
+    free grow it by the shortfall (up to maxSize), at once; with no job waiting, the highest ranks idle
+    for scaleDownAfter go (never below minSize), but not within the cooldown of the last change."""
     size = observed.size
     if observed.waiting:
         need, free = sum(observed.waiting), free_nodes(observed)
@@ -66,8 +64,10 @@ def decide(
         if target <= size:
             return None
         jobs = len(observed.waiting)
-        return Decision(target, f"{jobs} queued job{'s' * (jobs != 1)} need {need} node{'s' * (need != 1)}, "
-                                f"{free} free")  # fmt: skip
+        needs = "needs" if jobs == 1 else "need"
+        return Decision(target, f"{_count(jobs, 'queued job')} {needs} {_count(need, 'node')}, {free} free")
+    if last_change is not None and now - last_change < bounds.cooldown:
+        return None
     target = size
     while target > bounds.smallest and _idle_for(idle, target - 1, now) >= bounds.scale_down_after:
         target -= 1
@@ -75,6 +75,10 @@ def decide(
         return None
     going = str(target) if target == size - 1 else f"{target}-{size - 1}"
     return Decision(target, f"no job waits, and ranks {going} have been idle for {bounds.scale_down_after:g}s")
+
+
+def _count(number: int, thing: str) -> str:
+    return f"{number} {thing}{'s' * (number != 1)}"
 
 
 def _idle_for(idle: "dict[int, float]", rank: int, now: float) -> float:

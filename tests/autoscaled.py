@@ -1,0 +1,74 @@
+"""An autoscaled MiniCluster on this machine, end to end: its pods on real Flux (tests/kubelet), rank 0's
+autoscaler reaching the API stand-in as the API server (over HTTPS, as the pods' service account,
+within the autoscaler's Role), and the stand-in's Job controller making or stopping the pods when
+the Job's size changes. Shared by the end-to-end tests and the autoscaling benchmark."""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from flux_minicluster.builders.names import scale_config_name
+from tests.kube_api import StandIn
+from tests.kubelet.pod import Pod, wait_until
+from tests.kubelet.pods import Kubelet
+
+AUTOSCALE = {"enabled": True, "scaleDownAfter": 3, "cooldown": 1, "interval": 1}
+STARTED = "autoscaler: sizing the cluster to its queue"
+
+
+class Autoscaled:
+    """The cluster, what the API server holds of it, and when the Job's size changed (time.time())."""
+
+    def __init__(self, kubelet: Kubelet, stand_in: StandIn, makes_pods: bool = True) -> None:
+        self.kubelet, self.api = kubelet, stand_in.cluster.reset()
+        kubelet.reach(stand_in)
+        job = copy.deepcopy(kubelet.job)
+        job["metadata"]["uid"] = "job-uid"
+        self.api.add_job(job)
+        scale = next(obj for obj in kubelet.objects if obj["metadata"].get("name") == scale_config_name(kubelet.spec))
+        self.api.config_maps[(kubelet.namespace, scale["metadata"]["name"])] = copy.deepcopy(scale)
+        self.resized: list[tuple[float, int]] = []
+        self._controller = threading.Lock()
+        self.api.job_controller = self._job_changed if makes_pods else self._note
+        self.pods = kubelet.start_all()
+        wait_until(lambda: self.pods[0].ready(), "rank 0 to be ready", 30)
+        wait_until(lambda: STARTED in self.rank0.log, "the autoscaler to start", 30)
+
+    @property
+    def rank0(self) -> Pod:
+        return self.kubelet.pod(0)
+
+    @property
+    def size(self) -> int:
+        return int(self.api.jobs[(self.kubelet.namespace, self.kubelet.spec.name)]["spec"]["completions"])
+
+    def events(self, reason: str | None = None) -> list[dict[str, Any]]:
+        return [event for event in self.api.events if reason is None or event["reason"] == reason]
+
+    def _note(self, job: dict[str, Any]) -> None:
+        self.resized.append((time.time(), job["spec"]["completions"]))
+
+    def _job_changed(self, job: dict[str, Any]) -> None:
+        """As the Job controller: pods made or stopped for the new size, in the background (the request
+        is answered at once)."""
+        self._note(job)
+        size = job["spec"]["completions"]
+
+        def scale() -> None:
+            with self._controller:
+                self.kubelet.scale(size)
+
+        threading.Thread(target=scale, daemon=True).start()
+
+    def submit(self, *args: str) -> str:
+        return self.rank0.flux("submit", *args).strip()
+
+    def job_field(self, job_id: str, field: str) -> str:
+        return self.rank0.flux("jobs", "-no", f"{{{field}}}", job_id).strip()
+
+    def wait(self, condition: Callable[[], bool], what: str, timeout: float = 40) -> None:
+        wait_until(condition, what, timeout, poll=0.1)

@@ -1,0 +1,55 @@
+"""Autoscaling end to end (autoscale.enabled): rank 0's autoscaler on real Flux brokers in the Job's
+pods on this machine, acting through the API stand-in as its service account (its Role enforced),
+whose Job controller makes and stops the pods (tests/autoscaled.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.autoscaled import AUTOSCALE, Autoscaled
+from tests.kube_api import StandIn
+from tests.kubelet.pods import Kubelet
+
+pytestmark = pytest.mark.realflux
+Make = Callable[..., Kubelet]
+
+
+def autoscaled(minicluster: Make, api_server: StandIn, makes_pods: bool = True, **overrides: Any) -> Autoscaled:
+    kubelet = minicluster(command=None, size=1, maxSize=4, autoscale=AUTOSCALE, **overrides)
+    return Autoscaled(kubelet, api_server, makes_pods)
+
+
+def test_four_one_node_jobs_grow_the_cluster_to_four_and_idle_ranks_go_after_scale_down_after(
+    minicluster: Make, api_server: StandIn
+) -> None:
+    cluster = autoscaled(minicluster, api_server)
+    jobs = cluster.submit("--cc=1-4", "-N1", "sleep", "3").split()
+    cluster.wait(lambda: cluster.size == 4, "the cluster to grow to 4")
+    cluster.wait(lambda: all(cluster.job_field(job, "status") == "COMPLETED" for job in jobs), "the 4 jobs to end")
+    assert sorted(cluster.job_field(job, "ranks") for job in jobs) == ["0", "1", "2", "3"]
+    assert [event["message"] for event in cluster.events("Grew")] == [
+        "grew from 1 to 4 brokers: 3 queued jobs need 3 nodes, 0 free"
+    ]
+    cluster.wait(lambda: cluster.size == 1, "the idle ranks to go")
+    assert [event["message"] for event in cluster.events("Shrank")] == [
+        "shrank from 4 to 1 brokers: no job waits, and ranks 1-3 have been idle for 3s"
+    ]
+    cluster.wait(lambda: not any(cluster.kubelet.pod(rank).running() for rank in (1, 2, 3)), "ranks 1-3's pods to end")
+    assert [size for _, size in cluster.resized] == [4, 1]
+    assert "autoscaler: shrank from 4 to 1 brokers" in cluster.rank0.log
+
+
+def test_a_grow_whose_pods_never_come_is_rolled_back_after_schedule_timeout(
+    minicluster: Make, api_server: StandIn
+) -> None:
+    cluster = autoscaled(minicluster, api_server, makes_pods=False, scheduleTimeout=2)
+    cluster.submit("-N2", "true")
+    cluster.wait(lambda: bool(cluster.events("GrowRolledBack")), "the grow to be rolled back")
+    (rolled_back,) = cluster.events("GrowRolledBack")
+    assert rolled_back["type"] == "Warning"
+    assert rolled_back["message"] == "the new brokers were not up within 2s (scheduleTimeout): back to 1 brokers"
+    assert cluster.size == 1
+    assert cluster.api.config_maps[("default", "dev-scale")]["data"] == {"size": "1", "quorum": "1"}
