@@ -84,3 +84,13 @@ def test_a_scrape_of_rank0s_metrics_costs_under_50_ms_with_1000_jobs(real_flux: 
     assert header == "| jobs in the instance | scrapes | min (ms) | median (ms) | max (ms) |"
     assert (jobs, scrapes) == ("1000", "5")
     assert all(0 < float(ms) < 50 for ms in times)
+
+
+@pytest.mark.realflux
+def test_a_job_that_needs_more_nodes_runs_within_bring_up_plus_2_s_of_autoscaling(real_flux: None) -> None:
+    """Real brokers, rank 0's autoscaler acting through the API stand-in (tests/bench/autoscale.py)."""
+    header, rows = table("autoscale", "--runs", "1")
+    assert header == "| what | nodes | runs | min (s) | median (s) | max (s) |"
+    measured = {cells[0]: [float(seconds) for seconds in cells[3:]] for cells in rows}
+    assert list(measured) == ["detect", "bring-up", "start", "overhead"]
+    assert all(0 <= seconds < 2 for seconds in measured["overhead"]), measured

@@ -66,3 +66,9 @@ def test_showcase_example_sets_many_settings_at_once() -> None:
     spec, _ = stack_file.load(ROOT / "Pulumi.showcase.yaml")
     set_keys = set(spec.model_dump(exclude_defaults=True))
     assert len(set_keys) >= 20, sorted(set_keys)
+
+
+def test_autoscale_example_starts_at_one_broker_and_may_grow_to_four() -> None:
+    spec, _ = stack_file.load(ROOT / "Pulumi.autoscale.yaml")
+    assert (spec.size, spec.smallest_size, spec.largest_size) == (1, 1, 4)
+    assert spec.autoscale.enabled and spec.metrics.enabled and spec.persistent

@@ -268,3 +268,21 @@ def test_wait_waits_for_the_size_the_stack_asks_for(kube_api: Cluster, capsys: A
     assert cli.cmd_wait(cli.Cluster(_client(), grown), cli.Console(width=200), 30, Clock(poll=0.05)) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "every broker is up; the instance stays up (scheduled 6/6, running 6/6)" in out
+
+
+# -- an autoscaled cluster (issue 29) -------------------------------------------------------------
+
+
+def test_status_of_an_autoscaled_cluster_shows_its_size_and_the_autoscalers_last_change(
+    kube_api: Cluster, capsys: Any
+) -> None:
+    kube_api.add_job({**job(), "metadata": {"name": "autoscale", "namespace": "default"}})
+    for rank in range(4):
+        kube_api.add_pod(broker_pod(rank, running(BROKER), owner="autoscale"))
+    kube_api.add_event("default", "autoscale", "Grew", "grew from 1 to 4 brokers: 3 queued jobs need 3 nodes, 0 free",
+                       kind="Job", at="2026-01-01T00:00:00Z")  # fmt: skip
+    kube_api.add_event("default", "autoscale-0-abcde", "Pulled", "image pulled", at="2026-01-01T00:01:00Z")
+    assert cli.main(["status", "--stack", "autoscale"]) == 0
+    said = " ".join(capsys.readouterr().out.split())
+    assert "size 4 (minSize 1, maxSize 4); autoscaled, from 1" in said
+    assert "autoscaler grew from 1 to 4 brokers: 3 queued jobs need 3 nodes, 0 free (" in said

@@ -12,7 +12,7 @@ from typing import Any
 
 from flux_minicluster.builders.names import BROKER_CONTAINER
 from flux_minicluster.cluster import objects
-from flux_minicluster.config import rules
+from flux_minicluster.config import rules, sizing
 from flux_minicluster.config.spec import MiniClusterSpec
 
 SUCCEEDED, FAILED = "succeeded", "failed"
@@ -153,12 +153,29 @@ def live_size(job: Any, spec: MiniClusterSpec) -> int:
     return objects.job_size(job) or spec.size
 
 
+def goal_size(job: Any, spec: MiniClusterSpec) -> int:
+    """The size the cluster is on its way to: the stack's, unless rank 0's autoscaler sizes it."""
+    return live_size(job, spec) if spec.autoscale.enabled else spec.size
+
+
 def size_row(job: Any, spec: MiniClusterSpec) -> str:
     size = live_size(job, spec)
     line = f"{size} (minSize {spec.smallest_size}, maxSize {spec.largest_size})"
-    if spec.size != size:
+    if spec.autoscale.enabled:
+        line += f"; autoscaled, from {spec.size}"
+    elif spec.size != size:
         line += f"; the stack config says {spec.size}: a resize is under way, or run `pulumi up`"
     return line
+
+
+def autoscaler_row(job: Any, events: Sequence[Any], now: datetime) -> str:
+    """The autoscaler's last change (its Events on the Job), and how long ago."""
+    said = [event for event in events if event.involved_object.name == job.metadata.name
+            and event.reason in sizing.EVENT_REASONS and _when(event) is not None]  # fmt: skip
+    if not said:
+        return "no change yet"
+    last = max(said, key=lambda event: _when(event))
+    return f"{last.message} ({age(_when(last), now)} ago)"
 
 
 def ranks_row(pods: Sequence[Any], size: int) -> str:
@@ -181,6 +198,7 @@ def status_rows(
         ("state", job_state(job)),
         ("size", size_row(job, spec)),
         ("ranks", ranks_row(pods, live_size(job, spec))),
+        *([("autoscaler", autoscaler_row(job, events, now))] if spec.autoscale.enabled else []),
         ("pods", ", ".join(f"{count} {phase}" for phase, count in sorted(phases.items())) or "none yet"),
         *(("waiting", reason) for reason in waiting_reasons(pods)),
         *(
@@ -211,8 +229,9 @@ class Progress:
 
 def progress(job: Any, pods: Sequence[Any], spec: MiniClusterSpec) -> Progress:
     """Against the size the stack asks for: after `pulumi config set minicluster:size`, until the
-    resize has happened, the MiniCluster is on its way to that size."""
-    pods = [pod for pod in pods if objects.pod_rank(pod) < spec.size]
+    resize has happened, the MiniCluster is on its way to that size (autoscaled: the Job's own)."""
+    size = goal_size(job, spec)
+    pods = [pod for pod in pods if objects.pod_rank(pod) < size]
     scheduled = sum(1 for pod in pods if pod.spec.node_name)
     running = sum(1 for pod in pods if pod_state(pod).running)
     reasons = waiting_reasons(pods)
@@ -220,7 +239,7 @@ def progress(job: Any, pods: Sequence[Any], spec: MiniClusterSpec) -> Progress:
     state = job_state(job)
 
     def at(stage: str, outcome: str | None = None) -> Progress:
-        return Progress(spec.size, scheduled, running, stage, outcome, "" if outcome is not None else reason)
+        return Progress(size, scheduled, running, stage, outcome, "" if outcome is not None else reason)
 
     if state.startswith("Complete"):
         return at("the job completed", SUCCEEDED)
@@ -228,12 +247,12 @@ def progress(job: Any, pods: Sequence[Any], spec: MiniClusterSpec) -> Progress:
         return at(f"the job failed: {state}", FAILED)
     if not pods:
         return at("waiting for the Job's pods")
-    if scheduled < spec.size:
+    if scheduled < size:
         return at("scheduling pods")
-    if running < spec.size:
+    if running < size:
         return at("starting brokers")
-    if live_size(job, spec) != spec.size:
-        return at(f"resizing from {live_size(job, spec)} to {spec.size} brokers")
+    if live_size(job, spec) != size:
+        return at(f"resizing from {live_size(job, spec)} to {size} brokers")
     if spec.persistent:
         return at("every broker is up; the instance stays up", SUCCEEDED)
     return at("Flux is up; the command is running")

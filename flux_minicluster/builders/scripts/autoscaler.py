@@ -201,11 +201,9 @@ def connect() -> Any:
 def main() -> int:
     api = ClusterApi(os.environ["MC_SERVICE_ACCOUNT_DIR"], os.environ["MC_NAMESPACE"])
     handle = connect()
-    from flux.job import JournalConsumer  # type: ignore[import-not-found]
-
     autoscaler = Autoscaler(handle, api)
     interval = float(os.environ["MC_AUTOSCALE_INTERVAL"])
-    events = JournalConsumer(handle, full=False).start()
+    events = job_events(handle, interval)
     say(f"sizing the cluster to its queue, between {autoscaler.bounds.smallest} and {autoscaler.max_size} brokers")
     failing = ""
     while True:
@@ -219,8 +217,23 @@ def main() -> int:
         wait_for_news(events, interval)
 
 
+def job_events(handle: Any, interval: float) -> Any:
+    """The job manager's journal, which wakes a look at each job event; None where this Flux has no
+    journal for Python (flux-core releases before 2024): then looks come every `interval` seconds only."""
+    try:
+        from flux.job import JournalConsumer  # type: ignore[import-not-found]
+
+        return JournalConsumer(handle, full=False).start()
+    except (ImportError, OSError) as missing:
+        say(f"no job journal ({missing}): looking every {interval:g}s")
+        return None
+
+
 def wait_for_news(events: Any, interval: float) -> None:
     """Until a job event, then a moment for those that come with it, or `interval` seconds."""
+    if events is None:
+        time.sleep(interval)
+        return
     try:
         events.poll(timeout=interval)
     except TimeoutError:
