@@ -10,7 +10,8 @@
 # Static: the Job configures it with MC_* variables (all required; defined in builders/files.py) and
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
 # init.sh, pre.sh and post.sh, and the other scripts: lib.sh, saved_instance.sh (rank 0 across pods),
-# instance.sh (rank 0's program for batch, interactive, the RESTful API) and resize.sh.
+# instance.sh (rank 0's program for batch, interactive, the RESTful API), resize.sh, and the Python
+# companions started beside the broker: metrics.py (metrics.enabled), rank 0's autoscaler.py (autoscale).
 # The current size and quorum are read at start from MC_SCALE_DIR, which a resize rewrites in place.
 # Stopping: SIGTERM is passed to the broker at once, and the pod exits 143 (never 0: a Job does not
 # rerun a succeeded index); rank 0 first hands the instance over (saved_instance.sh).
@@ -113,16 +114,6 @@ broker_options() {
   if [[ -n $MC_QUORUM ]]; then options_out_+=("-Sbroker.quorum=$MC_QUORUM"); fi
   read_lines attributes broker.attributes
   if ((${#attributes[@]})); then options_out_+=("${attributes[@]/#/-S}"); fi
-}
-
-# Where rank 0 keeps the instance's state: on the state volume if there is one (a replaced rank 0
-# restarts the same instance from it), else in the pod.
-statedir() {
-  if ((rank == 0)) && [[ -n ${MC_STATE_VOLUME?} ]]; then
-    printf '%s/%s' "$MC_STATE_VOLUME" "$MC_HOST_PREFIX"
-  else
-    printf '%s/content' "$state"
-  fi
 }
 
 # The broker runs in the background so that this shell can take SIGTERM while it works. It gets what

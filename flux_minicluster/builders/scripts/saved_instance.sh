@@ -2,6 +2,16 @@
 # Rank 0's instance beyond one pod: handing it over when the pod stops, and restarting it from the
 # state volume in the next pod. Sourced by entrypoint.sh, whose variables and functions it uses.
 
+# Where rank 0 keeps the instance's state: on the state volume if there is one (a replaced rank 0
+# restarts the same instance from it), else in the pod.
+statedir() {
+  if ((rank == 0)) && [[ -n ${MC_STATE_VOLUME?} ]]; then
+    printf '%s/%s' "$MC_STATE_VOLUME" "$MC_HOST_PREFIX"
+  else
+    printf '%s/content' "$state"
+  fi
+}
+
 # Rank 0 is going away (eviction, drain, replacement), which is not the end of the instance's work:
 # every worker is marked to rejoin rank 0's replacement, scheduling stops, and the jobs running now
 # are cancelled, with a note. Queued jobs stay queued, for a replacement that restarts from the state
