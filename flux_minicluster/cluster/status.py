@@ -170,12 +170,12 @@ def size_row(job: Any, spec: MiniClusterSpec) -> str:
 
 def autoscaler_row(job: Any, events: Sequence[Any], now: datetime) -> str:
     """The autoscaler's last change (its Events on the Job), and how long ago."""
-    said = [event for event in events if event.involved_object.name == job.metadata.name
-            and event.reason in sizing.EVENT_REASONS and _when(event) is not None]  # fmt: skip
+    said = [(when, event) for event in events if (when := _when(event)) is not None
+            and event.involved_object.name == job.metadata.name and event.reason in sizing.EVENT_REASONS]  # fmt: skip
     if not said:
         return "no change yet"
-    last = max(said, key=lambda event: _when(event))
-    return f"{last.message} ({age(_when(last), now)} ago)"
+    when, last = max(said, key=lambda found: found[0])
+    return f"{last.message} ({age(when, now)} ago)"
 
 
 def ranks_row(pods: Sequence[Any], size: int) -> str:

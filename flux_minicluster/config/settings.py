@@ -235,7 +235,8 @@ class Pod(Model):
     """Service account the pods run as."""
     automount_service_account_token: bool | None = None
     """Mount the service account's API token in the broker pods. Default: false, as Flux needs no
-    Kubernetes API; with serviceAccountName set, Kubernetes' default (true)."""
+    Kubernetes API; true with autoscale (the autoscaler acts through it) or with serviceAccountName set
+    (Kubernetes' default)."""
     runtime_class_name: str | None = None
     """RuntimeClass, e.g. for a GPU or sandboxed runtime."""
     scheduler_name: str | None = None

@@ -19,7 +19,6 @@ Needs root (namespaces) and real Flux (../shared/flux/install.sh).
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 from flux_minicluster.config import paths
 from flux_minicluster.config.loader import load_spec
 from tests.autoscaled import AUTOSCALE, Autoscaled
+from tests.bench.spread import spread
 from tests.conftest import config
 from tests.kube_api import StandIn
 from tests.kubelet.pods import Kubelet
@@ -77,8 +77,7 @@ def table(nodes: int, runs: int) -> str:
     lines = ["| what | nodes | runs | min (s) | median (s) | max (s) |", "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for measure in MEASURES:
         times = [result[measure] for result in results]
-        lines.append(f"| {measure} | {nodes} | {runs} | {min(times):.2f} | {statistics.median(times):.2f} "
-                     f"| {max(times):.2f} |")  # fmt: skip
+        lines.append(f"| {measure} | {nodes} | {runs} | {spread(times, 2)} |")
     return "\n".join(lines)
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ import urllib.request
 from pathlib import Path
 
 from flux_minicluster.builders import files
+from tests.bench.spread import spread
 from tests.flux_instance import Instance
 from tests.kubelet.pods import FLUX
 
@@ -83,7 +83,7 @@ def main() -> int:
     times = measure(args.jobs, args.scrapes)
     print("| jobs in the instance | scrapes | min (ms) | median (ms) | max (ms) |")
     print("| ---: | ---: | ---: | ---: | ---: |")
-    print(f"| {args.jobs} | {args.scrapes} | {min(times):.1f} | {statistics.median(times):.1f} | {max(times):.1f} |")
+    print(f"| {args.jobs} | {args.scrapes} | {spread(times, 1)} |")
     return 0
 
 

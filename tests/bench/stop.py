@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import signal
-import statistics
 import sys
 import tempfile
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from flux_minicluster.config.loader import load_spec
+from tests.bench.spread import spread
 from tests.conftest import config
 from tests.kubelet.pod import wait_until
 from tests.kubelet.pods import Kubelet
@@ -96,7 +96,7 @@ def table(runs: int) -> str:
     lines = ["| what | runs | min (ms) | median (ms) | max (ms) |", "| --- | ---: | ---: | ---: | ---: |"]
     for label, measure in MEASURES:
         times = [measured(measure) * 1000 for _ in range(runs)]
-        lines.append(f"| {label} | {runs} | {min(times):.0f} | {statistics.median(times):.0f} | {max(times):.0f} |")
+        lines.append(f"| {label} | {runs} | {spread(times, 0)} |")
         print(lines[-1], file=sys.stderr, flush=True)  # progress: each run brings a cluster up
     return "\n".join(lines)
 

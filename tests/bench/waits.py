@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import tempfile
 import threading
@@ -31,6 +30,7 @@ from typing import Any
 from flux_minicluster.builders.names import INDEX_LABEL, labels, scale_config_name
 from flux_minicluster.cluster import deletion, kube, scale
 from flux_minicluster.config.loader import load_spec
+from tests.bench.spread import spread
 from tests.conftest import config
 from tests.kube_api import Cluster, StandIn, running
 from tests.kubelet.pod import Pod
@@ -134,8 +134,7 @@ def table(size: int, runs: int) -> str:
     ]
     for label, times in (("persistent `pulumi up`: last broker in the run state to the wait's return", ups),
                          ("`pulumi destroy`: last pod gone to the wait's return", downs)):  # fmt: skip
-        lines.append(f"| {label} | {size} | {runs} | {min(times):.0f} | {statistics.median(times):.0f} "
-                     f"| {max(times):.0f} |")  # fmt: skip
+        lines.append(f"| {label} | {size} | {runs} | {spread(times, 0)} |")
     return "\n".join(lines)
 
 
