@@ -62,7 +62,7 @@ def test_an_unknown_stack_is_a_usage_error(kube_api: Cluster, capsys: pytest.Cap
     assert cli.main(["list", "--stack", "nope"]) == 2
     said = capsys.readouterr().err
     assert said.startswith(
-        f"error: no stack file {ROOT / 'Pulumi.nope.yaml'} (the stacks here: coscheduling, dev, gpu, "
+        f"error: no stack file {ROOT / 'Pulumi.nope.yaml'} (the stacks here: autoscale, coscheduling, dev, gpu, "
     )
     assert said.count("\n") == 1  # one line
 

@@ -199,7 +199,11 @@ def connect() -> Any:
 
 
 def main() -> int:
-    api = ClusterApi(os.environ["MC_SERVICE_ACCOUNT_DIR"], os.environ["MC_NAMESPACE"])
+    try:
+        api = ClusterApi(os.environ["MC_SERVICE_ACCOUNT_DIR"], os.environ["MC_NAMESPACE"])
+    except (KeyError, OSError) as missing:  # no API address, or no service account mounted
+        say(f"cannot reach the Kubernetes API from this pod ({missing!r}): the cluster keeps its size")
+        return 1
     handle = connect()
     autoscaler = Autoscaler(handle, api)
     interval = float(os.environ["MC_AUTOSCALE_INTERVAL"])
