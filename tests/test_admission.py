@@ -232,3 +232,14 @@ def test_a_webhook_that_cannot_dry_run_does_not_refuse_the_cluster(kube_api: Clu
     kube_api.fail("POST", "/pods$", 400, 'admission webhook "audit.example.com" does not support dry run')
     found = verdict(resources=REQUESTS)
     assert (found.refused, found.warnings) == (None, [])
+
+
+def test_an_autoscaled_cluster_without_room_for_max_size_is_told_so_and_never_refused(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR  # room for 16 brokers of 2 cpus
+    found = verdict(command=None, size=1, maxSize=20, autoscale={"enabled": True}, resources=REQUESTS)
+    assert found.refused is None
+    (warning,) = found.warnings
+    assert warning.startswith("MiniCluster 'dev' fits at size 1 but not at maxSize (20), which the autoscaler may "
+                              "grow it to:\n  - size 20 needs room for 20 pods; the cluster has 4 nodes")  # fmt: skip
+    assert warning.endswith("A grow that finds no room within scheduleTimeout (180s) is rolled back.")
+    assert verdict(command=None, size=1, maxSize=16, autoscale={"enabled": True}, resources=REQUESTS).warnings == []

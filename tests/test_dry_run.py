@@ -39,6 +39,18 @@ def test_every_object_is_judged_by_the_api_server_and_none_is_stored(kube_api: C
     ]
 
 
+def test_the_autoscalers_service_account_role_and_binding_are_judged_too(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    found = verdict(command=None, size=1, maxSize=4, autoscale={"enabled": True})
+    assert (found.refused, found.warnings) == (None, [])
+    kinds = {(body["kind"], path.rsplit("/", 2)[-2]) for path, body in created(kube_api)}
+    assert {("ServiceAccount", "default"), ("Role", "default"), ("RoleBinding", "default")} <= kinds
+    assert {path for path, body in created(kube_api) if body["kind"] in ("Role", "RoleBinding")} == {
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles",
+        "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings",
+    }
+
+
 def test_secret_values_are_never_sent(kube_api: Cluster) -> None:
     kube_api.nodes = FOUR
     assert verdict(secret_keys=("environment",), environment={"TOKEN": "s3cret-value"}).refused is None

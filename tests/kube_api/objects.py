@@ -11,6 +11,10 @@ from tests.kube_api.answers import Answers
 from tests.kube_api.cluster import Json, decode_problem
 
 
+BUILT_IN_GROUPS = {"batch", "rbac.authorization.k8s.io"}
+"""The API groups of the built-in kinds the program creates (any other group is a custom resource's)."""
+
+
 class ObjectRoutes(Answers):
     def get_namespace(self, ns: str, body: Any) -> None:
         if ns not in self.cluster.namespaces:
@@ -23,7 +27,7 @@ class ObjectRoutes(Answers):
         must decode by its schema, the namespace and (for a custom resource) its CRD must exist, the name
         must be free, then the webhooks judge it. (Semantic validation, 422, is not modelled: a test
         arranges it as a fault.) Nothing is stored (a create that is not a dry run: 501)."""
-        custom = bool(group) and group != "batch"
+        custom = bool(group) and group not in BUILT_IN_GROUPS
         name = body["metadata"]["name"]
         qualified = f"{resource}.{group}" if group else resource
         refusal = None if custom else decode_problem(body)

@@ -37,7 +37,11 @@ ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "get_job"),
     ("PATCH", r"^/apis/batch/v1/namespaces/(?P<ns>[^/]+)/jobs/(?P<name>[^/]+)$", "patch_job"),
     ("GET", r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)$", "get_config_map"),
-    ("POST", r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<resource>secrets|configmaps|services)$", "create_object"),
+    (
+        "POST",
+        r"^/api/v1/namespaces/(?P<ns>[^/]+)/(?P<resource>secrets|configmaps|services|serviceaccounts)$",
+        "create_object",
+    ),
     ("POST", r"^/apis/(?P<group>batch)/(?P<version>v1)/namespaces/(?P<ns>[^/]+)/(?P<resource>jobs)$", "create_object"),
     (
         "POST",

@@ -68,7 +68,7 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
         return Verdict(warnings=[*warnings, f"admission check skipped: {said}"])
     problems = fit.problems(shape(spec, pod), snapshot)
     if not problems:
-        return Verdict(warnings=warnings)
+        return Verdict(warnings=[*warnings, *_autoscaler_room(spec, pod, snapshot)])
     text = f"MiniCluster {spec.name!r} does not fit the cluster as it is:\n" + "\n".join(f"  - {p}" for p in problems)
     if spec.scheduler is not None:  # the gang scheduler decides where, but it needs this room all at once
         text += (
@@ -80,6 +80,23 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
     return Verdict(
         warnings=[*warnings, f"{text}\nGoing ahead (minicluster:admission is warn): a cluster autoscaler may add room."]
     )
+
+
+def _autoscaler_room(spec: MiniClusterSpec, pod: dict[str, Any], snapshot: Any) -> list[str]:
+    """Never a refusal: the room for maxSize brokers, which the autoscaler may grow to (a grow that finds
+    no room is rolled back after scheduleTimeout; a cluster autoscaler may add the room meanwhile)."""
+    if not spec.autoscale.enabled:
+        return []
+    largest = fit.Shape(spec.largest_size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name)
+    problems = fit.problems(largest, snapshot)
+    if not problems:
+        return []
+    lines = "\n".join(f"  - {problem}" for problem in problems)
+    return [
+        f"MiniCluster {spec.name!r} fits at size {spec.size} but not at maxSize ({spec.largest_size}), which the "
+        f"autoscaler may grow it to:\n{lines}\nA grow that finds no room within scheduleTimeout "
+        f"({spec.schedule_timeout}s) is rolled back."
+    ]
 
 
 def broker_pod(spec: MiniClusterSpec) -> dict[str, Any]:

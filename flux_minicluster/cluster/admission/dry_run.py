@@ -26,6 +26,9 @@ CREATE = {
     "Service": ("CoreV1Api", "create_namespaced_service"),
     "Job": ("BatchV1Api", "create_namespaced_job"),
     "Pod": ("CoreV1Api", "create_namespaced_pod"),
+    "ServiceAccount": ("CoreV1Api", "create_namespaced_service_account"),
+    "Role": ("RbacAuthorizationV1Api", "create_namespaced_role"),
+    "RoleBinding": ("RbacAuthorizationV1Api", "create_namespaced_role_binding"),
 }
 """The built-in kinds the program creates, by the client call that creates each; others are custom."""
 PLURALS = {"PodGroup": "podgroups", "ServiceMonitor": "servicemonitors"}
