@@ -9,9 +9,13 @@ from typing import Any
 
 import pytest
 
+import yaml
+
 from tests.autoscaled import AUTOSCALE, Autoscaled
+from tests.harness import ROOT
 from tests.kube_api import StandIn
 from tests.kubelet.pods import Kubelet
+from tests.test_real_metrics import scrape
 
 pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]
@@ -22,12 +26,27 @@ def autoscaled(minicluster: Make, api_server: StandIn, makes_pods: bool = True, 
     return Autoscaled(kubelet, api_server, makes_pods)
 
 
-def test_four_one_node_jobs_grow_the_cluster_to_four_and_idle_ranks_go_after_scale_down_after(
+def example() -> dict[str, Any]:
+    """Pulumi.autoscale.yaml's config, with the autoscaler's times those of a test."""
+    raw = yaml.safe_load((ROOT / "Pulumi.autoscale.yaml").read_text())["config"]
+    found = {key.removeprefix("minicluster:"): value for key, value in raw.items()}
+    return {**found, "command": None, "autoscale": {**found["autoscale"], **AUTOSCALE}}
+
+
+def sizes(cluster: Autoscaled) -> tuple[float, float, float]:
+    """What rank 0's metrics say: the cluster's size, its nodes up, its jobs pending."""
+    found = scrape(cluster.rank0)
+    return (found[("minicluster_size", ())], found[("flux_nodes", (("state", "up"),))],
+            found[("flux_jobs", (("queue", "all"), ("state", "pending")))])  # fmt: skip
+
+
+def test_the_example_grows_from_one_to_four_for_four_one_node_jobs_and_back_to_one_when_they_are_done(
     minicluster: Make, api_server: StandIn
 ) -> None:
-    cluster = autoscaled(minicluster, api_server)
+    cluster = Autoscaled(minicluster(**example()), api_server)
     jobs = cluster.submit("--cc=1-4", "-N1", "sleep", "3").split()
     cluster.wait(lambda: cluster.size == 4, "the cluster to grow to 4")
+    cluster.wait(lambda: sizes(cluster)[:2] == (4, 4), "the metrics to say 4 brokers, 4 up")
     cluster.wait(lambda: all(cluster.job_field(job, "status") == "COMPLETED" for job in jobs), "the 4 jobs to end")
     assert sorted(cluster.job_field(job, "ranks") for job in jobs) == ["0", "1", "2", "3"]
     assert [event["message"] for event in cluster.events("Grew")] == [
@@ -40,6 +59,7 @@ def test_four_one_node_jobs_grow_the_cluster_to_four_and_idle_ranks_go_after_sca
     cluster.wait(lambda: not any(cluster.kubelet.pod(rank).running() for rank in (1, 2, 3)), "ranks 1-3's pods to end")
     assert [size for _, size in cluster.resized] == [4, 1]
     assert "autoscaler: shrank from 4 to 1 brokers" in cluster.rank0.log
+    assert sizes(cluster) == (1, 1, 0)
 
 
 def test_a_grow_whose_pods_never_come_is_rolled_back_after_schedule_timeout(
