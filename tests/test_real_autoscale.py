@@ -8,7 +8,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-
 import yaml
 
 from tests.autoscaled import AUTOSCALE, Autoscaled
