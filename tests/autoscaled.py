@@ -33,7 +33,8 @@ class Autoscaled:
         self.api.config_maps[(kubelet.namespace, scale["metadata"]["name"])] = copy.deepcopy(scale)
         self.resized: list[tuple[float, int]] = []
         self._controller = threading.Lock()
-        self.api.job_controller = self._job_changed if makes_pods else self._note
+        self.makes_pods = makes_pods
+        self.api.job_controller = self._job_changed
         self.pods = kubelet.start_all()
         wait_until(lambda: self.pods[0].ready(), "rank 0 to be ready", 30)
         wait_until(lambda: STARTED in self.rank0.log, "the autoscaler to start", 30)
@@ -46,16 +47,29 @@ class Autoscaled:
     def size(self) -> int:
         return int(self.api.jobs[(self.kubelet.namespace, self.kubelet.spec.name)]["spec"]["completions"])
 
+    def ready(self, size: int) -> bool:
+        """Whether ranks 0 to size-1 have pods (the Job controller's threads made them), each ready."""
+        try:
+            return all(self.kubelet.pod(rank).ready() for rank in range(size))
+        except IndexError:  # not made yet
+            return False
+
     def events(self, reason: str | None = None) -> list[dict[str, Any]]:
         return [event for event in self.api.events if reason is None or event["reason"] == reason]
 
-    def _note(self, job: dict[str, Any]) -> None:
-        self.resized.append((time.time(), job["spec"]["completions"]))
+    def _note(self, job: dict[str, Any]) -> bool:
+        """Whether this change of the Job is one of its size (a change of its annotations is not)."""
+        size = job["spec"]["completions"]
+        if size == (self.resized[-1][1] if self.resized else self.kubelet.spec.size):
+            return False
+        self.resized.append((time.time(), size))
+        return True
 
     def _job_changed(self, job: dict[str, Any]) -> None:
         """As the Job controller: pods made or stopped for the new size, in the background (the request
-        is answered at once)."""
-        self._note(job)
+        is answered at once); none with `makes_pods` false (as when no node has room)."""
+        if not self._note(job) or not self.makes_pods:
+            return
         size = job["spec"]["completions"]
 
         def scale() -> None:

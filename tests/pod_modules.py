@@ -1,16 +1,20 @@
 """The pods' Python modules (builders/scripts/*.py), imported here as the pods import them: by their
-file name, from the directory they sit in."""
+file name, from the directory they sit in; `sizing` is config/sizing.py, as the pods get it."""
 
 from __future__ import annotations
 
 import sys
 from importlib import resources
 
+from flux_minicluster.config import sizing
+
 SCRIPTS_DIR = str(resources.files("flux_minicluster.builders").joinpath("scripts"))
 if SCRIPTS_DIR not in sys.path:
     sys.path.append(SCRIPTS_DIR)
+sys.modules.setdefault("sizing", sizing)
 
+import autoscaler  # type: ignore[import-not-found]  # noqa: E402
 import autoscaling  # type: ignore[import-not-found]  # noqa: E402
 import cluster_api  # type: ignore[import-not-found]  # noqa: E402
 
-__all__ = ["autoscaling", "cluster_api"]
+__all__ = ["autoscaler", "autoscaling", "cluster_api"]

@@ -4,17 +4,18 @@ checked against the service account's CA, its token, and its Role enforced as RB
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from flux_minicluster.builders import autoscaling, manifests
+from flux_minicluster.builders import autoscaling, files, manifests
 from flux_minicluster.config import sizing
 from tests.kube_api import Cluster, StandIn, refused_url
 from tests.kube_api.in_cluster import InCluster
-from tests.pod_modules import cluster_api
+from tests.pod_modules import autoscaler, cluster_api
 from tests.test_autoscale_config import spec_of
 from tests.test_operate import job
 
@@ -96,3 +97,41 @@ def test_no_answer_is_an_error_without_a_status(pod_api: tuple[Any, Cluster], mo
         api.job("dev")
     assert failed.value.status is None
     assert "refused" in str(failed.value).lower()
+
+
+# -- the autoscaler's side of the resize lease (config/sizing.py: RESIZING) ---------------------------
+
+
+@pytest.fixture
+def pod_autoscaler(pod_api: tuple[Any, Cluster], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Cluster]:
+    """Rank 0's Autoscaler, with the environment the Job gives it; it has no Flux (a look that reached
+    the instance would fail)."""
+    api, cluster = pod_api
+    for item in files.entrypoint_env(SPEC):
+        if "value" in item:
+            monkeypatch.setenv(item["name"], item["value"])
+    return autoscaler.Autoscaler(None, api), cluster
+
+
+def test_the_autoscaler_takes_the_lease_on_the_job_it_read_and_gives_it_back(
+    pod_autoscaler: tuple[Any, Cluster],
+) -> None:
+    scaler, cluster = pod_autoscaler
+    read = scaler.api.job("dev")
+    assert scaler.take_lease(read)
+    holder = sizing.lease_holder(cluster.jobs[("default", "dev")]["metadata"]["annotations"], time.time())
+    assert holder == sizing.AUTOSCALER_HOLDER
+    assert not scaler.take_lease(read)  # the Job changed since that read: 409, and no second lease
+    scaler.give_lease_back()
+    assert cluster.jobs[("default", "dev")]["metadata"]["annotations"] == {}
+
+
+def test_the_autoscaler_holds_off_while_a_pulumi_up_resizes(
+    pod_autoscaler: tuple[Any, Cluster], capsys: pytest.CaptureFixture[str]
+) -> None:
+    scaler, cluster = pod_autoscaler
+    until = time.time() + 60
+    cluster.jobs[("default", "dev")]["metadata"]["annotations"] = {sizing.RESIZING: sizing.lease(sizing.PULUMI, until)}
+    scaler.look()  # without Flux: it looked no further than the Job
+    scaler.look()
+    assert capsys.readouterr().err.count("a `pulumi up` is resizing the cluster: waiting for it to end") == 1

@@ -4,12 +4,14 @@ whose Job controller makes and stops the pods (tests/autoscaled.py)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 import yaml
 
+from flux_minicluster.config import sizing
 from tests.autoscaled import AUTOSCALE, Autoscaled
 from tests.harness import ROOT
 from tests.kube_api import StandIn
@@ -72,3 +74,15 @@ def test_a_grow_whose_pods_never_come_is_rolled_back_after_schedule_timeout(
     assert rolled_back["message"] == "the new brokers were not up within 2s (scheduleTimeout): back to 1 brokers"
     assert cluster.size == 1
     assert cluster.api.config_maps[("default", "dev-scale")]["data"] == {"size": "1", "quorum": "1"}
+
+
+def test_while_a_pulumi_up_resizes_the_autoscaler_waits_then_acts(minicluster: Make, api_server: StandIn) -> None:
+    cluster = autoscaled(minicluster, api_server)
+    job = cluster.api.jobs[("default", "dev")]
+    job["metadata"]["annotations"] = {sizing.RESIZING: sizing.lease(sizing.PULUMI, time.time() + 60)}
+    cluster.submit("-N2", "true")
+    cluster.wait(lambda: "a `pulumi up` is resizing the cluster" in cluster.rank0.log, "the autoscaler to wait")
+    time.sleep(2)  # two more looks (interval 1 s)
+    assert cluster.size == 1
+    job["metadata"]["annotations"] = {}
+    cluster.wait(lambda: cluster.size == 2 and cluster.ready(2), "the cluster to grow once the lease is given back")

@@ -4,13 +4,16 @@ when `size` itself changes."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 
 import pytest
 
+from flux_minicluster.config import sizing
 from flux_minicluster.resources import scale
 from tests.kube_api import Cluster
-from tests.provider_plugin import ProviderPlugin
+from tests.provider_plugin import ProviderPlugin, grpc_error
 from tests.test_scale_provider import Running, api, inputs, plugin, real_rank0  # noqa: F401 -- the fixtures, shared
 
 
@@ -49,3 +52,53 @@ def test_a_new_job_is_brought_to_the_configured_size(plugin: ProviderPlugin, api
     outs = plugin.update("default/dev", autoscaled(plugin), autoscaled(plugin, jobUid="uid-2"))
     assert outs["outcome"] == "all 4 brokers are ready"
     assert cluster.job_size == (4, 4)
+
+
+# -- the resize lease (config/sizing.py: RESIZING) ---------------------------------------------------
+
+
+def lease_patches(api: Cluster) -> list[str | None]:
+    """The values the Job's resize lease was patched to, in order (None: given back)."""
+    return [body["metadata"]["annotations"][sizing.RESIZING] for method, path, body in api.requests
+            if method == "PATCH" and path.endswith("/jobs/dev") and body and "metadata" in body]  # fmt: skip
+
+
+def hold(api: Cluster, holder: str, seconds: float) -> None:
+    job = api.jobs[("default", "dev")]
+    job["metadata"]["annotations"] = {sizing.RESIZING: sizing.lease(holder, time.time() + seconds)}
+
+
+def test_a_resize_takes_the_lease_and_gives_it_back(plugin: ProviderPlugin, api: Cluster) -> None:
+    Running(api, 4)
+    plugin.update("default/dev", autoscaled(plugin), autoscaled(plugin, jobUid="uid-2"))
+    taken, given_back = lease_patches(api)
+    assert taken is not None and taken.startswith("pulumi until ")
+    assert given_back is None
+    assert sizing.RESIZING not in api.jobs[("default", "dev")]["metadata"].get("annotations", {})
+
+
+def test_a_resize_waits_for_the_autoscalers_change_to_end(plugin: ProviderPlugin, api: Cluster) -> None:
+    Running(api, 4)
+    hold(api, sizing.AUTOSCALER_HOLDER, 60)
+    threading.Timer(1.5, lambda: api.jobs[("default", "dev")]["metadata"].pop("annotations")).start()
+    started = time.monotonic()
+    outs = plugin.update("default/dev", autoscaled(plugin), autoscaled(plugin, jobUid="uid-2"))
+    assert time.monotonic() - started >= 1.5
+    assert outs["outcome"] == "all 4 brokers are ready"
+
+
+def test_an_autoscaler_change_that_outlasts_job_timeout_stops_the_resize(plugin: ProviderPlugin, api: Cluster) -> None:
+    cluster = Running(api, 4)
+    hold(api, sizing.AUTOSCALER_HOLDER, 60)
+    details = grpc_error(
+        lambda: plugin.update("default/dev", autoscaled(plugin), autoscaled(plugin, jobUid="uid-2", jobTimeout=1))
+    )
+    assert "rank 0's autoscaler is still resizing the cluster after 1s; nothing changed" in details
+    assert lease_patches(api) == [] and cluster.patches() == []
+
+
+def test_a_lease_past_its_time_holds_nothing(plugin: ProviderPlugin, api: Cluster) -> None:
+    Running(api, 4)
+    hold(api, sizing.AUTOSCALER_HOLDER, -1)  # its holder died mid-change
+    outs = plugin.update("default/dev", autoscaled(plugin), autoscaled(plugin, jobUid="uid-2"))
+    assert outs["outcome"] == "all 4 brokers are ready"

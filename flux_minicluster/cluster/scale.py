@@ -23,11 +23,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from flux_minicluster.builders.names import BROKER_CONTAINER
-from flux_minicluster.cluster import kube, objects, watching
+from flux_minicluster.cluster import kube, objects, resize_lease, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import lifecycle, paths, sizing
 from flux_minicluster.config.sizing import FIELD_MANAGER
 
+LEASE_MARGIN = 120
+"""Seconds the resize lease outlasts the longest resize (its shrink and its wait), for the requests between."""
 NO_RANK0 = "rank 0 is not running, so no work runs on the instance: nothing to drain or undrain"
 
 
@@ -50,6 +52,8 @@ class Scale:
     shrink_timeout: int
     job_timeout: int
     schedule_timeout: int
+    autoscale: bool = False
+    """Rank 0's autoscaler resizes the Job too: the resize takes the lease first (resize_lease.py)."""
 
 
 def live_size(api_client: Any, namespace: str, job: str) -> int:
@@ -70,6 +74,17 @@ def resize(api_client: Any, want: Scale, clock: Clock | None = None) -> list[str
     from kubernetes import client
 
     core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
+    if not want.autoscale:
+        return _resize(core, batch, want, clock)
+    seconds = want.shrink_timeout + want.job_timeout + LEASE_MARGIN
+    try:
+        with resize_lease.held(batch, want.namespace, want.job, seconds, Wait(want.job_timeout, clock)):
+            return _resize(core, batch, want, clock)
+    except resize_lease.LeaseNotTaken as busy:
+        raise ResizeFailed(str(busy)) from None
+
+
+def _resize(core: Any, batch: Any, want: Scale, clock: Clock | None) -> list[str]:
     job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
     if finished := objects.job_finished(job):
         _write_scale(core, want, want.size)

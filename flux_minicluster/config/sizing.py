@@ -48,3 +48,34 @@ def scale_config_patch(size: int, min_size: "int | None", largest_size: int) -> 
 def job_patch(size: int) -> "dict[str, object]":
     """The merge patch that resizes the Indexed Job: both fields change together (elastic Indexed Jobs)."""
     return {"spec": {"parallelism": size, "completions": size}}
+
+
+RESIZING = "minicluster.flux-framework.org/resizing"
+"""The Job's annotation that says who resizes it now, and until when: `pulumi up` (the Scale) and rank
+0's autoscaler each take it before a resize, so that they never resize the same Job at once. It is
+taken with the Job's resourceVersion as a precondition: of two takers, the API server lets one win."""
+PULUMI, AUTOSCALER_HOLDER = "pulumi", "autoscaler"
+
+
+def lease(holder: str, until: float) -> str:
+    """The annotation's value: `holder` resizes the Job until `until` (seconds since the epoch)."""
+    return f"{holder} until {until:.0f}"
+
+
+def lease_holder(annotations: "dict[str, str] | None", now: float) -> "str | None":
+    """Who holds the resize now (None: nobody; a lease past its time, or unreadable, holds nothing)."""
+    value = (annotations or {}).get(RESIZING, "")
+    holder, _, until = value.partition(" until ")
+    try:
+        return holder if holder and float(until) > now else None
+    except ValueError:
+        return None
+
+
+def lease_patch(value: "str | None", resource_version: "str | None") -> "dict[str, object]":
+    """The merge patch that takes (a value) or gives back (None) the lease; with `resource_version`, the
+    API server refuses it (409) if the Job changed since it was read."""
+    metadata: dict[str, object] = {"annotations": {RESIZING: value}}
+    if resource_version is not None:
+        metadata["resourceVersion"] = resource_version
+    return {"metadata": metadata}

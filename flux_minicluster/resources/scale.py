@@ -88,9 +88,7 @@ def _size_asked(olds: ScaleInputs, news: ScaleInputs) -> bool:
 def _resize(inputs: ScaleInputs) -> str:
     from flux_minicluster.cluster import kube, scale
 
-    want = scale.Scale(
-        **inputs.model_dump(exclude={"job_uid", "kube_context", "autoscale"})
-    )  # the same fields, by name
+    want = scale.Scale(**inputs.model_dump(exclude={"job_uid", "kube_context"}))  # the same fields, by name
     with failing_as(f"bringing the MiniCluster to size {inputs.size}", scale.ResizeFailed):
         return "\n".join(scale.resize(kube.api_client(inputs.kube_context), want))
 

@@ -131,6 +131,7 @@ class Cluster:
     def add_job(self, job: Json) -> None:
         metadata = job["metadata"]
         metadata.setdefault("creationTimestamp", CREATED)
+        metadata.setdefault("resourceVersion", str(self.version))
         self.jobs[(metadata["namespace"], metadata["name"])] = job
 
     def delete_everything(self) -> None:

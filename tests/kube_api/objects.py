@@ -3,6 +3,7 @@ creates of any kind (dry runs), Jobs and ConfigMaps with their patches."""
 
 from __future__ import annotations
 
+import copy
 import secrets
 from typing import Any
 from urllib.parse import urlparse
@@ -88,6 +89,11 @@ class ObjectRoutes(Answers):
         if _has_float(body):
             self._status(400, f"json: cannot unmarshal number into Go struct field of type int64 ({body})")
             return
+        expected = (body.get("metadata") or {}).get("resourceVersion")
+        if expected is not None and expected != job["metadata"].get("resourceVersion"):
+            self._status(409, f'Operation cannot be fulfilled on jobs.batch "{name}": the object has been modified; '
+                              "please apply your changes to the latest version and try again")  # fmt: skip
+            return
         spec = body.get("spec") or {}
         if ("parallelism" in spec or "completions" in spec) and spec.get("parallelism") != spec.get("completions"):
             self._status(422, f'Job.batch "{name}" is invalid: spec.completions: Invalid value: '
@@ -95,6 +101,8 @@ class ObjectRoutes(Answers):
             return
         with self.cluster.lock:
             _merge(job, body)
+            self.cluster.version += 1
+            job["metadata"]["resourceVersion"] = str(self.cluster.version)
             if self.cluster.job_controller is not None:
                 self.cluster.job_controller(job)
         self._json(200, job)
@@ -142,11 +150,14 @@ def _has_float(value: Any) -> bool:
 
 
 def _merge(target: Json, patch: Json) -> None:
-    """RFC 7386: null removes a key."""
+    """RFC 7386: null removes a key; an object merges into the object there (a new one if there is none,
+    so that the stored object never shares the request's)."""
     for key, value in patch.items():
         if value is None:
             target.pop(key, None)
-        elif isinstance(value, dict) and isinstance(target.get(key), dict):
+        elif isinstance(value, dict):
+            if not isinstance(target.get(key), dict):
+                target[key] = {}
             _merge(target[key], value)
         else:
-            target[key] = value
+            target[key] = copy.deepcopy(value)

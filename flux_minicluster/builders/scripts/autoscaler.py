@@ -32,6 +32,8 @@ SETTLE = 0.2
 """Seconds a look waits after a job event for the events that come with it (a burst of submits)."""
 POLL = 0.5
 """Seconds between two looks at the new brokers while a grow waits for them."""
+LEASE_MARGIN = 60
+"""Seconds the resize lease outlasts a change's longest part (a grow's wait), for the requests around it."""
 SHRINK_WAIT = 1
 """resize.sh's wait for jobs on the ranks a shrink takes: they were idle, so a job there landed since
 the look, and calls the shrink off."""
@@ -95,18 +97,46 @@ class Autoscaler:
         self.schedule_timeout = float(env["MC_SCHEDULE_TIMEOUT"])
         self.idle: dict[int, float] = {}
         self.last_change: float | None = None
+        self.held_off = False
 
     def look(self) -> None:
         """One look: the Job's size (a `pulumi up` may have changed it), the instance, a decision."""
         job = self.api.job(self.job_name)
+        if sizing.lease_holder(job["metadata"].get("annotations"), time.time()) == sizing.PULUMI:
+            if not self.held_off:
+                say("a `pulumi up` is resizing the cluster: waiting for it to end")
+            self.held_off = True
+            return
+        self.held_off = False
         size = int(job["spec"]["completions"])
         observed = observe(self.handle, size)
         now = time.monotonic()
         self.idle = autoscaling.idle_since(self.idle, observed, now)
         decision = autoscaling.decide(observed, self.idle, self.bounds, now, self.last_change)
-        if decision is not None:
-            self.resize(job, size, decision)
+        if decision is not None and self.take_lease(job):
+            try:
+                self.resize(job, size, decision)
+            finally:
+                self.give_lease_back()
             self.last_change = time.monotonic()
+
+    def take_lease(self, job: "dict[str, Any]") -> bool:
+        """The resize lease on the Job (sizing.RESIZING), unless the Job changed since it was read (409)."""
+        until = time.time() + self.schedule_timeout + LEASE_MARGIN
+        patch = sizing.lease_patch(sizing.lease(sizing.AUTOSCALER_HOLDER, until), job["metadata"]["resourceVersion"])
+        try:
+            self.api.patch_job(self.job_name, patch, sizing.FIELD_MANAGER)
+        except ApiError as error:
+            if error.status != 409:
+                raise
+            return False  # a `pulumi up` took it, or changed the Job: the next look sees what
+        return True
+
+    def give_lease_back(self) -> None:
+        job = self.api.job(self.job_name)
+        if sizing.lease_holder(job["metadata"].get("annotations"), time.time()) == sizing.AUTOSCALER_HOLDER:
+            patch = sizing.lease_patch(None, job["metadata"]["resourceVersion"])
+            self.api.patch_job(self.job_name, patch, sizing.FIELD_MANAGER)
 
     def resize(self, job: "dict[str, Any]", size: int, decision: autoscaling.Decision) -> None:
         what = f"{'growing' if decision.size > size else 'shrinking'} from {size} to {decision.size} brokers"
