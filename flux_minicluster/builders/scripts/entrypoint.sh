@@ -169,8 +169,8 @@ ready() {
 # that they yield the CPU to it; and rank 0's autoscaler (autoscale.enabled), which waits for its broker.
 start_companions() {
   local -a lower=()
-  if command -v nice >/dev/null; then lower=(nice -n 19); fi
   if [[ -n ${MC_METRICS_PORT?} ]]; then
+    if command -v nice >/dev/null; then lower=(nice -n 19); fi
     log "serving metrics on port $MC_METRICS_PORT"
     "${lower[@]}" "$flux" python "$run_config/metrics.py" </dev/null &
   fi
