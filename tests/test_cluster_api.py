@@ -113,6 +113,11 @@ def pod_autoscaler(pod_api: tuple[Any, Cluster], monkeypatch: pytest.MonkeyPatch
     return autoscaler.Autoscaler(None, api), cluster
 
 
+def test_the_autoscaler_takes_its_bounds_from_min_size_and_max_size(pod_autoscaler: tuple[Any, Cluster]) -> None:
+    scaler, _ = pod_autoscaler
+    assert (scaler.min_size, scaler.bounds.smallest, scaler.bounds.largest) == (None, 1, 4)
+
+
 def test_the_autoscaler_takes_the_lease_on_the_job_it_read_and_gives_it_back(
     pod_autoscaler: tuple[Any, Cluster],
 ) -> None:

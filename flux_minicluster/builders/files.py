@@ -176,7 +176,7 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_RESTFUL_PORT": spec.restful_api.port if spec.restful_api.enabled else None,
         "MC_METRICS_PORT": spec.metrics.port if spec.metrics.enabled else None,
         "MC_METRICS_CACHE": lifecycle.METRICS_CACHE if spec.metrics.enabled else None,
-        "MC_MIN_SIZE": spec.smallest_size if spec.metrics.enabled or spec.autoscale.enabled else None,
+        "MC_MIN_SIZE": spec.smallest_size if spec.metrics.enabled else None,
         **_autoscale_settings(spec),
         **_restful_api_settings(spec),
     }

@@ -10,7 +10,7 @@ Job and a line in rank 0's log. A look follows each job event (a submit, an end)
 least every MC_AUTOSCALE_INTERVAL seconds.
 
 Environment (builders/files.py): MC_AUTOSCALE_INTERVAL, MC_AUTOSCALE_DOWN_AFTER, MC_AUTOSCALE_COOLDOWN,
-MC_AUTOSCALE_MIN_SIZE (empty: none), MC_MIN_SIZE, MC_MAX_SIZE, MC_SCHEDULE_TIMEOUT, MC_NAMESPACE,
+MC_AUTOSCALE_MIN_SIZE (empty: none), MC_MAX_SIZE, MC_SCHEDULE_TIMEOUT, MC_NAMESPACE,
 MC_JOB, MC_SCALE_CONFIG, MC_SERVICE_ACCOUNT_DIR, MC_RUN_CONFIG_DIR, MC_LOCAL_URI, MC_CALLED_OFF,
 MC_LOG_PREFIX; KUBERNETES_SERVICE_HOST and _PORT, as Kubernetes sets them in every pod.
 """
@@ -44,12 +44,14 @@ def say(line: str) -> None:
 
 
 def observe(handle: Any, size: int) -> autoscaling.Observed:
+    import readings  # type: ignore[import-not-found]  # beside it; it loads Flux's bindings
     from flux.resource import resource_list, resource_status  # type: ignore[import-not-found]
 
     listing = resource_list(handle).get()
     status = resource_status(handle).get()
     per_node = max(1, listing.all.ncores // max(1, listing.all.nnodes))
-    stopped = stopped_queues(handle)
+    # Queues that start no job: waiting there is not a reason to grow (the default queue's jobs have no name).
+    stopped = {queue["name"] or None for queue in readings.queues(handle) if not queue["started"]}
     waiting = handle.rpc("job-list.list", {
         "max_entries": 0, "attrs": ["nnodes", "ncores", "priority", "queue"], "constraint": {"states": ["sched"]},
     }).get()["jobs"]  # fmt: skip
@@ -59,7 +61,7 @@ def observe(handle: Any, size: int) -> autoscaling.Observed:
     return autoscaling.Observed(
         size=size,
         up=frozenset(status.online),
-        drained=frozenset(list(status.drained) + list(status.draining)),
+        drained=frozenset(readings.drained_ranks(status)),
         busy=frozenset(listing.allocated.ranks),
         waiting=needs,
     )
@@ -72,17 +74,6 @@ def nodes_needed(job: "dict[str, Any]", cores_per_node: int) -> int:
     return max(1, math.ceil(int(job.get("ncores", 1)) / cores_per_node))
 
 
-def stopped_queues(handle: Any) -> "set[str | None]":
-    """Queues that start no job: waiting there is not a reason to grow."""
-    names = handle.rpc("job-manager.queue-list").get()["queues"] or [""]
-    stopped: set[str | None] = set()
-    for name in names:
-        status = handle.rpc("job-manager.queue-status", {"name": name} if name else {}, nodeid=0).get()
-        if not status["start"]:
-            stopped.add(name or None)  # jobs of the default queue carry no queue name
-    return stopped
-
-
 class Autoscaler:
     def __init__(self, handle: Any, api: ClusterApi) -> None:
         env = os.environ
@@ -91,7 +82,7 @@ class Autoscaler:
         self.min_size = int(env["MC_AUTOSCALE_MIN_SIZE"]) if env["MC_AUTOSCALE_MIN_SIZE"] else None
         self.max_size = int(env["MC_MAX_SIZE"])
         self.bounds = autoscaling.Bounds(
-            smallest=int(env["MC_MIN_SIZE"]), largest=self.max_size,
+            smallest=sizing.smallest_size(self.min_size), largest=self.max_size,
             scale_down_after=float(env["MC_AUTOSCALE_DOWN_AFTER"]), cooldown=float(env["MC_AUTOSCALE_COOLDOWN"]),
         )  # fmt: skip
         self.schedule_timeout = float(env["MC_SCHEDULE_TIMEOUT"])
@@ -185,7 +176,8 @@ class Autoscaler:
             if time.monotonic() >= deadline:
                 return False
             time.sleep(POLL)
-        say(f"ranks {size}-{target - 1} are up" if target - size > 1 else f"rank {size} is up")
+        ranks = autoscaling.span(size, target - 1)
+        say(f"ranks {ranks} are up" if target - size > 1 else f"rank {ranks} is up")
         return True
 
     def roll_back(self, job: "dict[str, Any]", size: int, target: int) -> None:

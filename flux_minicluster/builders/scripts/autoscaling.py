@@ -73,8 +73,13 @@ def decide(
         target -= 1
     if target >= size:
         return None
-    going = str(target) if target == size - 1 else f"{target}-{size - 1}"
-    return Decision(target, f"no job waits, and ranks {going} have been idle for {bounds.scale_down_after:g}s")
+    return Decision(target, f"no job waits, and ranks {span(target, size - 1)} have been idle for "
+                            f"{bounds.scale_down_after:g}s")  # fmt: skip
+
+
+def span(first: int, last: int) -> str:
+    """The ranks first..last, as Flux writes them (an idset): 3, or 1-3."""
+    return str(first) if first == last else f"{first}-{last}"
 
 
 def _count(number: int, thing: str) -> str:

@@ -24,7 +24,7 @@ from flux.resource import resource_list, resource_status  # type: ignore[import-
 def read(handle: "flux.Flux") -> "dict[str, Any]":
     listing = resource_list(handle).get()
     status = resource_status(handle).get()
-    drained = set(status.drained + status.draining)
+    drained = drained_ranks(status)
     offline = set(status.offline) - drained
     size = current_size()
     spare = {rank for rank in offline if size is not None and rank >= size}
@@ -42,6 +42,11 @@ def read(handle: "flux.Flux") -> "dict[str, Any]":
         "queues": queues(handle),
         "uptime": round(time.time() - float(handle.attr_get("broker.starttime")), 1),
     }
+
+
+def drained_ranks(status: Any) -> "set[int]":
+    """Ranks drained or still draining (resource_status): no new work lands there."""
+    return set(status.drained + status.draining)
 
 
 def current_size() -> "int | None":
