@@ -87,8 +87,7 @@ def _autoscaler_room(spec: MiniClusterSpec, pod: dict[str, Any], snapshot: Any) 
     no room is rolled back after scheduleTimeout; a cluster autoscaler may add the room meanwhile)."""
     if not spec.autoscale.enabled:
         return []
-    largest = fit.Shape(spec.largest_size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name)
-    problems = fit.problems(largest, snapshot)
+    problems = fit.problems(shape(spec, pod, spec.largest_size), snapshot)
     if not problems:
         return []
     lines = "\n".join(f"  - {problem}" for problem in problems)
@@ -112,9 +111,9 @@ def broker_pod(spec: MiniClusterSpec) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": template["spec"]}
 
 
-def shape(spec: MiniClusterSpec, pod: dict[str, Any]) -> fit.Shape:
-    """`size` of `pod` (broker_pod's), as the scheduler is asked to place them."""
-    return fit.Shape(spec.size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name)
+def shape(spec: MiniClusterSpec, pod: dict[str, Any], size: int | None = None) -> fit.Shape:
+    """`size` (default: the stack's) of `pod` (broker_pod's), as the scheduler is asked to place them."""
+    return fit.Shape(size or spec.size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name)
 
 
 def read(
