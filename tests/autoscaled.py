@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from flux_minicluster.builders.names import scale_config_name
+from flux_minicluster.builders.names import AUTOSCALER_CONTAINER
 from tests.kube_api import StandIn
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
@@ -29,7 +29,7 @@ class Autoscaled:
         job = copy.deepcopy(kubelet.job)
         job["metadata"]["uid"] = "job-uid"
         self.api.add_job(job)
-        scale = next(obj for obj in kubelet.objects if obj["metadata"].get("name") == scale_config_name(kubelet.spec))
+        scale = next(obj for obj in kubelet.objects if obj["metadata"].get("name") == kubelet.scale_config)
         self.api.config_maps[(kubelet.namespace, scale["metadata"]["name"])] = copy.deepcopy(scale)
         self.resized: list[tuple[float, int]] = []
         self._controller = threading.Lock()
@@ -37,11 +37,16 @@ class Autoscaled:
         self.api.job_controller = self._job_changed
         self.pods = kubelet.start_all()
         wait_until(lambda: self.pods[0].ready(), "rank 0 to be ready", 30)
-        wait_until(lambda: STARTED in self.rank0.log, "the autoscaler to start", 30)
+        wait_until(lambda: STARTED in self.autoscaler_log, "the autoscaler to start", 30)
 
     @property
     def rank0(self) -> Pod:
         return self.kubelet.pod(0)
+
+    @property
+    def autoscaler_log(self) -> str:
+        """The log of rank 0's autoscaler container."""
+        return self.rank0.container(AUTOSCALER_CONTAINER).log
 
     @property
     def size(self) -> int:

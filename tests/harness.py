@@ -15,13 +15,12 @@ import pulumi
 from pulumi.runtime import mocks, settings
 
 from flux_minicluster.config import certificate
+from tests.auto_names import auto_name
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "minicluster"  # must match Pulumi.yaml, or config keys silently miss
 KEYGEN_CERTIFICATE = certificate.generate("mocked-0")
 """What the mocked keygen resources return: a real, valid certificate."""
-AUTONAME_SUFFIX = "-a1b2c3d4"
-"""The suffix the mocks use where pulumi-kubernetes would add a random one."""
 CERTIFICATE_TYPES = (
     "pulumi-python:dynamic/minicluster:CurveCertificate",
     "pulumi-python:dynamic/minicluster:LocalCurveCertificate",
@@ -44,6 +43,12 @@ class Deployment:
     """Resource name -> (parent URN, own URN); the names in this program are unique."""
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Resource name -> the resource options the engine was sent."""
+    auto_names: dict[str, str] = field(default_factory=dict)
+    """Resource name -> the name the provider gave the object it created (manifests without a name)."""
+
+    def live_name(self, resource_name: str) -> str:
+        """The name of the Kubernetes object that the resource `resource_name` created."""
+        return self.auto_names[resource_name]
 
     def parent(self, resource: Registered) -> str | None:
         return self.registrations[resource.name][0]
@@ -76,8 +81,9 @@ class MiniClusterMocks(pulumi.runtime.Mocks):
         self.deployment.resources.append(Registered(args.typ, args.name, dict(args.inputs)))
         state = dict(args.inputs)
         if args.typ.startswith("kubernetes:") and "name" not in state.get("metadata", {}):
-            # The provider auto-names an object without metadata.name: <resource name>-<random suffix>.
-            state["metadata"] = {**state.get("metadata", {}), "name": f"{args.name}{AUTONAME_SUFFIX}"}
+            # As pulumi-kubernetes names an object without metadata.name: <resource name>-<8 random hex>.
+            given = self.deployment.auto_names[args.name] = auto_name(args.name, pulumi.get_stack())
+            state["metadata"] = {**state.get("metadata", {}), "name": given}
         if args.typ.startswith("kubernetes:"):  # the API server gives every object a uid
             state["metadata"] = {**state.get("metadata", {}), "uid": f"{args.name}-uid"}
         if args.typ in CERTIFICATE_TYPES:

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from flux_minicluster.builders import autoscaling, files, manifests
+from flux_minicluster.builders import autoscaling, manifests
 from flux_minicluster.config import sizing
+from tests.harness import auto_name
 from tests.kube_api import Cluster, StandIn, refused_url
 from tests.kube_api.in_cluster import InCluster
 from tests.pod_modules import autoscaler, cluster_api
@@ -20,6 +21,8 @@ from tests.test_autoscale_config import spec_of
 from tests.test_operate import job
 
 SPEC = spec_of()
+SCALE_CONFIG = auto_name("dev-scale")
+"""The scale ConfigMap, named as pulumi-kubernetes names it."""
 
 
 @pytest.fixture
@@ -27,12 +30,13 @@ def pod_api(api_server: StandIn, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     """The client as rank 0's autoscaler makes it, with the autoscaler's Role, and the cluster it sees."""
     cluster = api_server.cluster.reset()
     served = InCluster(api_server, tmp_path / "api")
-    account = served.service_account("default", "dev-autoscaler", autoscaling.rules(SPEC))
+    account = served.service_account("default", "dev-autoscaler", autoscaling.rules(SPEC, SCALE_CONFIG))
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", served.host)
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", str(served.port))
     cluster.add_job({**job(), "metadata": {**job()["metadata"], "uid": "job-uid"}})
     scale_config = manifests.scale_config_map(SPEC)
-    cluster.config_maps[("default", scale_config["metadata"]["name"])] = scale_config
+    scale_config["metadata"]["name"] = SCALE_CONFIG
+    cluster.config_maps[("default", SCALE_CONFIG)] = scale_config
     yield cluster_api.ClusterApi(str(account), "default"), cluster
     served.stop()
 
@@ -46,9 +50,9 @@ def test_it_reads_and_patches_its_own_job_with_the_scale_field_manager(pod_api: 
 
 def test_it_writes_the_scale_files_and_drops_a_quorum_no_longer_needed(pod_api: tuple[Any, Cluster]) -> None:
     api, cluster = pod_api
-    api.patch_config_map("dev-scale", sizing.scale_config_patch(2, None, 4), sizing.FIELD_MANAGER)
-    api.patch_config_map("dev-scale", sizing.scale_config_patch(4, None, 4), sizing.FIELD_MANAGER)
-    assert cluster.config_maps[("default", "dev-scale")]["data"] == {"size": "4"}
+    api.patch_config_map(SCALE_CONFIG, sizing.scale_config_patch(2, None, 4), sizing.FIELD_MANAGER)
+    api.patch_config_map(SCALE_CONFIG, sizing.scale_config_patch(4, None, 4), sizing.FIELD_MANAGER)
+    assert cluster.config_maps[("default", SCALE_CONFIG)]["data"] == {"size": "4"}
 
 
 def test_its_event_on_the_job_is_one_kubectl_describe_lists(pod_api: tuple[Any, Cluster]) -> None:
@@ -104,10 +108,10 @@ def test_no_answer_is_an_error_without_a_status(pod_api: tuple[Any, Cluster], mo
 
 @pytest.fixture
 def pod_autoscaler(pod_api: tuple[Any, Cluster], monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Cluster]:
-    """Rank 0's Autoscaler, with the environment the Job gives it; it has no Flux (a look that reached
-    the instance would fail)."""
+    """Rank 0's Autoscaler, with the environment the Job gives its container; it has no Flux (a look that
+    reached the instance would fail)."""
     api, cluster = pod_api
-    for item in files.entrypoint_env(SPEC):
+    for item in autoscaling.container(SPEC, SCALE_CONFIG)["env"]:
         if "value" in item:
             monkeypatch.setenv(item["name"], item["value"])
     return autoscaler.Autoscaler(None, api), cluster

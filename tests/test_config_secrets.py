@@ -18,7 +18,7 @@ import pytest
 from flux_minicluster.builders import manifests
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
-from tests.harness import AUTONAME_SUFFIX, Deployment, deploy, deploy_rejected
+from tests.harness import Deployment, deploy, deploy_rejected
 from tests.plain import is_secret, plain, without_secrets
 from tests.pods import Pods
 from tests.schemas import assert_conforms
@@ -61,7 +61,7 @@ def test_a_secret_environment_value_reaches_the_container_through_a_secret_key_r
     engine_secret_keys("environment")
     deployment = deploy(config(environment={"API_TOKEN": TOKEN}))
     env = {item["name"]: item for item in flux_container(deployment)["env"]}
-    secret_name = f"dev-config-secret{AUTONAME_SUFFIX}"
+    secret_name = deployment.live_name("dev-config-secret")
     assert env["API_TOKEN"] == {
         "name": "API_TOKEN",
         "valueFrom": {"secretKeyRef": {"name": secret_name, "key": "env.API_TOKEN"}},
@@ -113,8 +113,13 @@ def test_a_secret_command_or_hook_goes_into_the_secret_mounted_beside_the_entryp
     job = plain(deployment.one("kubernetes:batch/v1:Job").inputs)
     volumes = {volume["name"]: volume for volume in job["spec"]["template"]["spec"]["volumes"]}
     assert volumes["run-config"]["projected"]["sources"] == [
-        {"configMap": {"name": f"dev-entrypoint{AUTONAME_SUFFIX}"}},
-        {"secret": {"name": f"dev-config-secret{AUTONAME_SUFFIX}", "items": [{"key": f, "path": f} for f in files]}},
+        {"configMap": {"name": deployment.live_name("dev-entrypoint")}},
+        {
+            "secret": {
+                "name": deployment.live_name("dev-config-secret"),
+                "items": [{"key": f, "path": f} for f in files],
+            }
+        },
     ]
     assert_nowhere_in_plain_text(deployment, TOKEN)
 

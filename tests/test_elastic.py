@@ -71,7 +71,7 @@ def test_the_scale_runs_after_the_job_and_resizes_it_by_name_uid_and_config_map(
     assert deployment.urn(job) in deployment.options[scale.name]["dependencies"]
     inputs = plain(scale.inputs)
     assert {key: inputs[key] for key in ("namespace", "job", "jobUid", "scaleConfig", "size", "maxSize")} == {
-        "namespace": "default", "job": "dev", "jobUid": "dev-job-uid", "scaleConfig": "dev-scale-a1b2c3d4",
+        "namespace": "default", "job": "dev", "jobUid": "dev-job-uid", "scaleConfig": deployment.live_name("dev-scale"),
         "size": 4, "maxSize": 8,
     }  # fmt: skip
     assert (inputs["shrinkPolicy"], inputs["shrinkTimeout"], inputs["scheduleTimeout"]) == ("wait", 600, 180)

@@ -137,7 +137,7 @@ def test_the_pods_own_volumes_are_exactly_the_names_user_volumes_may_not_take() 
 
     everything = config(
         volumes=VOLUMES, fluxView={"enabled": True}, command=None, stateVolume={"claimName": "state"},
-        restfulApi={"enabled": True, "secretName": "api"},
+        restfulApi={"enabled": True, "secretName": "api"}, maxSize=8, autoscale={"enabled": True},
     )  # fmt: skip
     volumes = pod_of(deploy(everything))["spec"]["volumes"]
     assert [v["name"] for v in volumes if v["name"] not in VOLUMES] == list(OWN_VOLUMES)

@@ -22,6 +22,9 @@ from tests.test_operate import BROKER, DEV, broker_pod, job
 DELETION = "pulumi-python:dynamic/minicluster:JobDeletion"
 JOB = "kubernetes:batch/v1:Job"
 ELASTIC = {"command": None, "size": 4, "maxSize": 8}
+SOON = 1.0
+"""Seconds within which a delete returns once the last object went: its watch sees it at once; on a
+loaded 2-core machine the provider process may still take a moment to answer."""
 
 
 def test_the_elastic_job_depends_on_its_deletion_which_is_replaced_delete_first() -> None:
@@ -76,14 +79,17 @@ def test_delete_returns_once_the_job_and_its_pods_are_gone(plugin: ProviderPlugi
     def controllers_finish() -> None:  # the Job goes, then its pods, as the garbage collector and kubelets end them
         time.sleep(1.5)
         with api.lock:
+            gone.append(time.monotonic())  # before they go: a delete that returned sooner finds no time here
             api.jobs.clear()
             for namespace, name in list(api.pods):
                 api.delete_pod(namespace, name)
 
+    gone: list[float] = []
     threading.Thread(target=controllers_finish, daemon=True).start()
-    started = time.monotonic()
     plugin.delete("default/dev", plugin.with_provider(inputs()))
-    assert 1.5 <= time.monotonic() - started < 2.0  # it waited for them, and returned within 0.5 s of the last
+    # It waited for them (the clock of their end is the controllers' own), and returned within a second
+    # of the last (the watch sees it; the next look of a poll would be a minute away).
+    assert gone and 0 <= time.monotonic() - gone[0] < SOON
 
 
 def test_with_foreground_deletion_the_job_that_outlives_its_pods_is_waited_for(
@@ -97,12 +103,13 @@ def test_with_foreground_deletion_the_job_that_outlives_its_pods_is_waited_for(
             api.delete_pod(namespace, name)
         time.sleep(0.5)
         with api.lock:
+            gone.append(time.monotonic())
             api.jobs.clear()
 
+    gone: list[float] = []
     threading.Thread(target=controllers_finish, daemon=True).start()
-    started = time.monotonic()
     plugin.delete("default/dev", plugin.with_provider(inputs()))
-    assert 1.0 <= time.monotonic() - started < 1.5
+    assert gone and 0 <= time.monotonic() - gone[0] < SOON
 
 
 def test_delete_of_a_job_already_gone_returns_at_once(plugin: ProviderPlugin, api: Cluster) -> None:

@@ -82,7 +82,7 @@ def test_connection_refused(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_an_api_server_that_answers_too_slowly(kube_api: Cluster) -> None:
-    kube_api.fail("POST", "/pods$", delay=1.5)
+    kube_api.fail("POST", "/pods$", delay=4)
     started = time.monotonic()
     message = failure(request_timeout=(0.5, 0.5))
     assert (
@@ -90,7 +90,7 @@ def test_an_api_server_that_answers_too_slowly(kube_api: Cluster) -> None:
         in message
     )
     assert "did not answer in time" in message
-    assert time.monotonic() - started < 1.4
+    assert time.monotonic() - started < 3  # gave up after its 0.5 s, not after the server's 4 s
 
 
 def test_a_pod_the_scheduler_cannot_place_fails_at_the_schedule_timeout(kube_api: Cluster) -> None:

@@ -9,7 +9,7 @@ import hostlist
 import pytest
 
 from tests.conftest import IMAGE, config
-from tests.harness import AUTONAME_SUFFIX, KEYGEN_CERTIFICATE, Deployment, deploy
+from tests.harness import KEYGEN_CERTIFICATE, Deployment, deploy
 from tests.plain import is_secret, plain
 
 JOB = "kubernetes:batch/v1:Job"
@@ -118,10 +118,13 @@ def test_broker_mounts_config_script_certificate_and_state(sized: tuple[int, Dep
         "scale": ("/etc/minicluster/scale", True),
         "state": ("/var/lib/minicluster", False),
     }
-    assert volumes["scale"]["configMap"]["name"] == f"dev-scale{AUTONAME_SUFFIX}"
-    assert volumes["broker-config"]["configMap"]["name"] == f"dev-broker-config{AUTONAME_SUFFIX}"
-    assert volumes["run-config"]["configMap"]["name"] == f"dev-entrypoint{AUTONAME_SUFFIX}"
-    assert volumes["curve-certificate"]["secret"] == {"secretName": f"dev-curve{AUTONAME_SUFFIX}", "defaultMode": 0o444}
+    assert volumes["scale"]["configMap"]["name"] == deployment.live_name("dev-scale")
+    assert volumes["broker-config"]["configMap"]["name"] == deployment.live_name("dev-broker-config")
+    assert volumes["run-config"]["configMap"]["name"] == deployment.live_name("dev-entrypoint")
+    assert volumes["curve-certificate"]["secret"] == {
+        "secretName": deployment.live_name("dev-curve"),
+        "defaultMode": 0o444,
+    }
     assert volumes["state"] == {"name": "state", "emptyDir": {}}
 
 
@@ -208,10 +211,10 @@ def test_job_references_secret_config_maps_and_service_by_their_output_names() -
     pod = pod_spec(deployment)
     assert pod["subdomain"] == "flux-net"
     assert {v["name"]: v.get("configMap", v.get("secret")) for v in pod["volumes"]} == {
-        "broker-config": {"name": f"flux-broker-config{AUTONAME_SUFFIX}"},
-        "run-config": {"name": f"flux-entrypoint{AUTONAME_SUFFIX}"},
-        "curve-certificate": {"secretName": f"flux-curve{AUTONAME_SUFFIX}", "defaultMode": 0o444},
-        "scale": {"name": f"flux-scale{AUTONAME_SUFFIX}"},
+        "broker-config": {"name": deployment.live_name("flux-broker-config")},
+        "run-config": {"name": deployment.live_name("flux-entrypoint")},
+        "curve-certificate": {"secretName": deployment.live_name("flux-curve"), "defaultMode": 0o444},
+        "scale": {"name": deployment.live_name("flux-scale")},
         "state": None,
     }
 

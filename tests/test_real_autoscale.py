@@ -59,7 +59,7 @@ def test_the_example_grows_from_one_to_four_for_four_one_node_jobs_and_back_to_o
     ]
     cluster.wait(lambda: not any(cluster.kubelet.pod(rank).running() for rank in (1, 2, 3)), "ranks 1-3's pods to end")
     assert [size for _, size in cluster.resized] == [4, 1]
-    assert "autoscaler: shrank from 4 to 1 brokers" in cluster.rank0.log
+    assert "autoscaler: shrank from 4 to 1 brokers" in cluster.autoscaler_log
     assert sizes(cluster) == (1, 1, 0)
 
 
@@ -73,7 +73,7 @@ def test_a_grow_whose_pods_never_come_is_rolled_back_after_schedule_timeout(
     assert rolled_back["type"] == "Warning"
     assert rolled_back["message"] == "the new brokers were not up within 2s (scheduleTimeout): back to 1 brokers"
     assert cluster.size == 1
-    assert cluster.api.config_maps[("default", "dev-scale")]["data"] == {"size": "1", "quorum": "1"}
+    assert cluster.api.config_maps[("default", cluster.kubelet.scale_config)]["data"] == {"size": "1", "quorum": "1"}
 
 
 def test_while_a_pulumi_up_resizes_the_autoscaler_waits_then_acts(minicluster: Make, api_server: StandIn) -> None:
@@ -81,7 +81,7 @@ def test_while_a_pulumi_up_resizes_the_autoscaler_waits_then_acts(minicluster: M
     job = cluster.api.jobs[("default", "dev")]
     job["metadata"]["annotations"] = {sizing.RESIZING: sizing.lease(sizing.PULUMI, time.time() + 60)}
     cluster.submit("-N2", "true")
-    cluster.wait(lambda: "a `pulumi up` is resizing the cluster" in cluster.rank0.log, "the autoscaler to wait")
+    cluster.wait(lambda: "a `pulumi up` is resizing the cluster" in cluster.autoscaler_log, "the autoscaler to wait")
     time.sleep(2)  # two more looks (interval 1 s)
     assert cluster.size == 1
     job["metadata"]["annotations"] = {}

@@ -14,7 +14,7 @@ from flux_minicluster.builders.rendering import HIDDEN
 from flux_minicluster.config import certificate
 from flux_minicluster.config import stack_file as stack_file_module
 from flux_minicluster.config.stack_file import read_config
-from tests.harness import AUTONAME_SUFFIX, ROOT, Registered, deploy, deploy_rejected
+from tests.harness import ROOT, Deployment, Registered, deploy, deploy_rejected
 from tests.plain import plain
 
 RENDER = [sys.executable, str(ROOT / "scripts" / "render.py")]
@@ -30,17 +30,20 @@ def dev_stack_config() -> dict[str, Any]:
     return {key: value for key, value in config.items()}
 
 
-def without_autonames(resource: Registered) -> dict[str, Any]:
+def without_autonames(deployment: Deployment, resource: Registered) -> dict[str, Any]:
     """What the program declared, with the names render uses: the resource name where Pulumi auto-names."""
     obj = plain(resource.inputs)
     obj["metadata"] = {"name": resource.name, **obj["metadata"]}
-    return json.loads(json.dumps(obj).replace(AUTONAME_SUFFIX, ""))  # type: ignore[no-any-return]
+    text = json.dumps(obj)
+    for resource_name, live_name in deployment.auto_names.items():
+        text = text.replace(live_name, resource_name)
+    return json.loads(text)  # type: ignore[no-any-return]
 
 
 def test_render_of_the_dev_stack_is_the_objects_the_program_declares() -> None:
     objects = rendered("--stack", "dev", "--show-secrets")
     deployment = deploy(dev_stack_config(), stack="dev")
-    declared = [without_autonames(r) for r in deployment.resources if r.typ.startswith("kubernetes:")]
+    declared = [without_autonames(deployment, r) for r in deployment.resources if r.typ.startswith("kubernetes:")]
     by_kind_and_name = {(o["kind"], o["metadata"]["name"]): o for o in declared}
     assert sorted(by_kind_and_name) == sorted((o["kind"], o["metadata"]["name"]) for o in objects)
     for obj in objects:

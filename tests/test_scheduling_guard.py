@@ -61,7 +61,7 @@ def test_done_as_soon_as_every_pod_has_a_node(plugin: ProviderPlugin, api: Clust
     assert patches(api) == []
 
 
-def test_done_within_half_a_second_of_the_last_pod_getting_its_node(plugin: ProviderPlugin, api: Cluster) -> None:
+def test_done_within_a_second_of_the_last_pod_getting_its_node(plugin: ProviderPlugin, api: Cluster) -> None:
     """Woken by the pods' changes (a watch), not by a poll."""
     api.add_job(job())
     for rank in range(4):
@@ -72,16 +72,16 @@ def test_done_within_half_a_second_of_the_last_pod_getting_its_node(plugin: Prov
             time.sleep(0.01)
         time.sleep(0.3)
         with api.lock:
+            bound.append(time.monotonic())  # before the pods change: the guard cannot be done sooner
             for pod in list(api.pods.values()):
                 pod["spec"]["nodeName"] = "node-1"
                 api._record("MODIFIED", pod)
-        bound.append(time.monotonic())
 
     bound: list[float] = []
     threading.Thread(target=scheduler_binds, daemon=True).start()
     _, outs = plugin.create(inputs(plugin))
     assert outs["outcome"] == "all 4 pods of the Job default/dev were scheduled"
-    assert 0 <= time.monotonic() - bound[0] < 0.5
+    assert 0 <= time.monotonic() - bound[0] < 1.0  # a watch: without one, the next look is a minute away
 
 
 def test_pods_that_stay_unschedulable_stop_the_job_and_say_why(plugin: ProviderPlugin, api: Cluster) -> None:

@@ -9,13 +9,12 @@ from typing import Any
 
 import tomli_w
 
-from flux_minicluster.builders.names import scale_config_name
 from flux_minicluster.config import lifecycle, paths, rules
 from flux_minicluster.config.spec import MiniClusterSpec
 
 SCRIPTS = (
     paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "instance.sh", paths.RESIZE_SCRIPT, paths.READINGS_SCRIPT,
-    paths.METRICS_SCRIPT, paths.AUTOSCALER_SCRIPT, paths.AUTOSCALING_MODULE,
+    paths.METRICS_SCRIPT, paths.AUTOSCALER_ENTRY, paths.AUTOSCALER_SCRIPT, paths.AUTOSCALING_MODULE,
     paths.CLUSTER_API_MODULE,
 )  # fmt: skip
 """The scripts in every broker pod's run-config directory (builders/scripts/), beside config/sizing.py."""
@@ -131,6 +130,11 @@ def _lines(items: list[str]) -> str:
 
 
 def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
+    """The Flux container's environment: the scripts' settings, and the RESTful API's credentials."""
+    return script_env(spec) + _restful_api_credentials(spec)
+
+
+def script_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
     """How the scripts learn everything they need. Every MC_* variable is always set (empty: none),
     because the scripts require each one and default none."""
     settings: dict[str, object | None] = {
@@ -177,19 +181,14 @@ def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_METRICS_PORT": spec.metrics.port if spec.metrics.enabled else None,
         "MC_METRICS_CACHE": lifecycle.METRICS_CACHE if spec.metrics.enabled else None,
         "MC_MIN_SIZE": spec.smallest_size if spec.metrics.enabled else None,
-        **_autoscale_settings(spec),
         **_restful_api_settings(spec),
     }
-    env: list[dict[str, Any]] = [
-        {"name": key, "value": "" if value is None else rules.text(value)}
-        for key, value in settings.items()
-        if value is not None or key.startswith(rules.RESERVED_ENV_PREFIX)
-    ]
-    return env + _restful_api_credentials(spec)
+    return _env(settings)
 
 
-def _autoscale_settings(spec: MiniClusterSpec) -> dict[str, object | None]:
-    """What rank 0's autoscaler needs: its rhythm, the names of what it patches, the resize's bounds."""
+def autoscaler_env(spec: MiniClusterSpec, scale_config: Any) -> list[dict[str, Any]]:
+    """What rank 0's autoscaler needs besides the scripts' settings: its rhythm, the resize's bounds,
+    and the names of what it patches, as they were created (`scale_config`: an Output in Pulumi)."""
     autoscale = spec.autoscale
     settings: dict[str, object | None] = {
         "MC_AUTOSCALE_INTERVAL": autoscale.interval,
@@ -199,10 +198,17 @@ def _autoscale_settings(spec: MiniClusterSpec) -> dict[str, object | None]:
         "MC_SCHEDULE_TIMEOUT": spec.schedule_timeout,
         "MC_NAMESPACE": spec.namespace,
         "MC_JOB": spec.name,
-        "MC_SCALE_CONFIG": scale_config_name(spec),
         "MC_SERVICE_ACCOUNT_DIR": paths.SERVICE_ACCOUNT_DIR,
     }
-    return settings if autoscale.enabled else dict.fromkeys(settings)
+    return [*_env(settings), {"name": "MC_SCALE_CONFIG", "value": scale_config}]
+
+
+def _env(settings: dict[str, object | None]) -> list[dict[str, Any]]:
+    return [
+        {"name": key, "value": "" if value is None else rules.text(value)}
+        for key, value in settings.items()
+        if value is not None or key.startswith(rules.RESERVED_ENV_PREFIX)
+    ]
 
 
 def gpu_ids(count: int) -> str | None:

@@ -7,9 +7,10 @@ manifest. Names live in names.py, file contents in files.py, the broker pod in p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from flux_minicluster.builders import autoscaling, gang, monitoring, pod_security, pod_template
+from flux_minicluster.builders import admission_policy, autoscaling, gang, monitoring, pod_security, pod_template
 from flux_minicluster.builders.files import (
     BROKER_CONFIG_KEY,
     CURVE_CERT_KEY,
@@ -251,18 +252,25 @@ def keygen_pod(spec: MiniClusterSpec) -> Manifest:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
 
 
-def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
-    """Every object `pulumi up` creates besides the short-lived keygen pod, in creation order, with
-    plain names: what `scripts/render.py` prints."""
+def all_objects(
+    spec: MiniClusterSpec, certificate: str, live_name: Callable[[str], str] = lambda name: name
+) -> list[Manifest]:
+    """Every object `pulumi up` creates besides the short-lived keygen pod, in creation order: what
+    `scripts/render.py` prints. The Secrets and ConfigMaps, which pulumi-kubernetes auto-names, are
+    named `live_name(<their name>)` (render.py: their plain names), and everything that refers to one
+    takes that name, as it takes the created object's in the Pulumi program."""
     secret_config = config_secret(spec)
+    curve, broker, entrypoint, scale = (curve_secret(spec, certificate), broker_config_map(spec),
+                                        entrypoint_config_map(spec), scale_config_map(spec))  # fmt: skip
+    contents = [curve, *([secret_config] if secret_config is not None else []), broker, entrypoint, scale]
+    for obj in contents:
+        obj["metadata"]["name"] = live_name(obj["metadata"]["name"])
+    scale_name = scale["metadata"]["name"]
     objects = [
-        curve_secret(spec, certificate),
-        *([secret_config] if secret_config is not None else []),
-        broker_config_map(spec),
-        entrypoint_config_map(spec),
-        scale_config_map(spec),
+        *contents,
         headless_service(spec),
-        *autoscaling.objects(spec),
+        *autoscaling.objects(spec, scale_name),
+        *admission_policy.objects(spec, scale_name),
     ]
     if spec.restful_api.enabled:
         objects.append(restful_api_service(spec))
@@ -276,11 +284,11 @@ def all_objects(spec: MiniClusterSpec, certificate: str) -> list[Manifest]:
         job(
             spec,
             service_name=spec.service,
-            curve_secret_name=curve_secret_name(spec),
-            broker_config_name=broker_config_name(spec),
-            entrypoint_name=entrypoint_name(spec),
-            scale_config_name=scale_config_name(spec),
-            config_secret_name=config_secret_name(spec) if secret_config is not None else None,
+            curve_secret_name=curve["metadata"]["name"],
+            broker_config_name=broker["metadata"]["name"],
+            entrypoint_name=entrypoint["metadata"]["name"],
+            scale_config_name=scale_name,
+            config_secret_name=secret_config["metadata"]["name"] if secret_config is not None else None,
             pod_group_name=pod_group_name(spec) if gang_group is not None else None,
         )
     )

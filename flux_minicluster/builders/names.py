@@ -5,12 +5,20 @@ from __future__ import annotations
 from flux_minicluster.config.spec import BROKER_CONTAINER, MiniClusterSpec
 
 __all__ = [
-    "BROKER_CONTAINER", "INDEX_LABEL", "broker_config_name", "config_secret_name", "curve_secret_name",
-    "entrypoint_name", "labels", "scale_config_name",
+    "AUTOSCALER_CONTAINER", "BROKER_CONTAINER", "INDEX_LABEL", "broker_config_name", "config_secret_name",
+    "curve_secret_name", "entrypoint_name", "labels", "scale_config_name",
 ]  # fmt: skip
+
+AUTOSCALER_CONTAINER = "autoscaler"
+"""The broker pods' native sidecar that runs rank 0's autoscaler: the one container with an API token."""
 
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 """Kubernetes labels each Indexed Job pod with its index (= the broker's rank)."""
+
+
+# The Secrets and ConfigMaps below are auto-named by pulumi-kubernetes (`<name>-<8 hex>`, new at each
+# replacement): these are the names render.py prints and the Pulumi resources' names. Whatever refers
+# to one of them (a volume, an env var, an RBAC rule) takes the created object's name, never these.
 
 
 def curve_secret_name(spec: MiniClusterSpec) -> str:
@@ -51,3 +59,9 @@ def labels(spec: MiniClusterSpec, component: str) -> dict[str, str]:
 def autoscaler_name(spec: MiniClusterSpec) -> str:
     """The autoscaler's ServiceAccount, Role and RoleBinding (autoscale.enabled)."""
     return f"{spec.name}-autoscaler"
+
+
+def admission_policy_name(spec: MiniClusterSpec) -> str:
+    """The autoscaler's ValidatingAdmissionPolicy and its binding (autoscale.admissionPolicy): cluster-
+    scoped, so the namespace is in the name."""
+    return f"minicluster-autoscaler.{spec.namespace}.{spec.name}"

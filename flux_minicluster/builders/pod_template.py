@@ -62,6 +62,9 @@ def broker_pod(
     init = [flux_view_init_container(spec)] if spec.flux_view.enabled else []
     init += [restful_api_init_container(spec)] if spec.restful_api.enabled else []
     init += [sidecar(spec, index) for index in range(len(spec.containers))]
+    if spec.autoscale.enabled:  # after the flux view: it runs Flux's Python
+        init.append(autoscaling.container(spec, scale_config))
+        template_spec["volumes"].append(autoscaling.token_volume())
     if init:
         template_spec["initContainers"] = init
     pod_security.secure(spec, template_spec)

@@ -1,5 +1,6 @@
 """Autoscaling (autoscale.enabled): rank 0 sizes an elastic cluster to its queue, between minSize and
-maxSize, through the pod's own service account. Pure pydantic; docs/resizing.md tells the contract."""
+maxSize, as the pods' service account, from a container of its own. Pure pydantic; docs/resizing.md
+tells the contract."""
 
 from __future__ import annotations
 
@@ -22,3 +23,8 @@ class Autoscale(Model):
     at at once."""
     cooldown: Seconds = 30
     """Seconds after a change before a shrink may start (a grow for waiting jobs never waits)."""
+    admission_policy: bool = False
+    """Also bound what the autoscaler's account may change, with a ValidatingAdmissionPolicy and its
+    binding (Kubernetes 1.30+): the Job's size within minSize..maxSize, the scale ConfigMap's size data
+    and the resize lease, nothing else. Off by default: whoever runs `pulumi up` then needs the right to
+    create these cluster-scoped objects."""

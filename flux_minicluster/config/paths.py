@@ -32,8 +32,10 @@ READINGS_SCRIPT = "readings.py"
 """The instance's own view (nodes, cores, GPUs, jobs, queues), read with Flux's Python in rank 0."""
 METRICS_SCRIPT = "metrics.py"
 """The Prometheus metrics server of every broker pod (metrics.enabled), with Flux's Python."""
+AUTOSCALER_ENTRY = "autoscaler.sh"
+"""The autoscaler container's command (autoscale.enabled): rank 0's runs autoscaler.py, the others idle."""
 AUTOSCALER_SCRIPT = "autoscaler.py"
-"""Rank 0's autoscaler (autoscale.enabled), with Flux's Python: it imports the two modules below."""
+"""Rank 0's autoscaler, with Flux's Python: it imports the two modules below."""
 AUTOSCALING_MODULE = "autoscaling.py"
 """The autoscaler's decisions: pure functions of what it observed."""
 CLUSTER_API_MODULE = "cluster_api.py"
@@ -41,7 +43,8 @@ CLUSTER_API_MODULE = "cluster_api.py"
 SIZING_MODULE = "sizing.py"
 """flux_minicluster/config/sizing.py itself: the scale ConfigMap's and the Job's size, one definition."""
 SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
-"""Where Kubernetes mounts a pod's service account token, CA and namespace (automountServiceAccountToken)."""
+"""Where Kubernetes mounts a pod's service account token, CA and namespace (automountServiceAccountToken),
+and where the autoscaler container alone mounts them (autoscale.enabled)."""
 ENTRYPOINT = f"{RUN_CONFIG_DIR}/{ENTRYPOINT_SCRIPT}"
 RESIZE = f"{RUN_CONFIG_DIR}/{RESIZE_SCRIPT}"
 LOG_SINK = "/proc/1/fd/2"
@@ -64,8 +67,10 @@ FLUX_VIEW = "flux-view"
 RESTFUL_API = "restful-api"
 """The RESTful API's init container and its volume."""
 STATE_VOLUME_NAME = "flux-state"
+AUTOSCALER_TOKEN_VOLUME = "autoscaler-token"
+"""The service account's token, CA and namespace: mounted in the autoscaler container only."""
 OWN_VOLUMES = (
     BROKER_CONFIG_VOLUME, RUN_CONFIG_VOLUME, SCALE_VOLUME, CURVE_VOLUME, STATE_VOLUME_OF_POD, FLUX_VIEW, RESTFUL_API,
-    STATE_VOLUME_NAME,
+    STATE_VOLUME_NAME, AUTOSCALER_TOKEN_VOLUME,
 )  # fmt: skip
 """The volumes the broker pod has for itself: a user volume may not take one of these names."""

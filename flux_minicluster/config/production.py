@@ -21,6 +21,12 @@ def problems(spec: MiniClusterSpec) -> Found:
     yield from _gang(spec)
     if spec.autoscale.enabled:
         yield from _autoscale(spec)
+    elif spec.autoscale.admission_policy:
+        yield Problem(
+            "autoscale.admissionPolicy",
+            "minicluster:autoscale.admissionPolicy bounds the autoscaler's account: it needs "
+            "minicluster:autoscale.enabled",
+        )
 
 
 def _autoscale(spec: MiniClusterSpec) -> Found:
@@ -43,11 +49,13 @@ def _autoscale(spec: MiniClusterSpec) -> Found:
             "minicluster:autoscale with minicluster:scheduler: the gang's PodGroup holds the size, which the "
             "autoscaler may not change; resize with `pulumi up` instead",
         )
-    if spec.pod.automount_service_account_token is False:
+    if spec.pod.automount_service_account_token and spec.pod.service_account_name is None:
         yield Problem(
             "pod.automountServiceAccountToken",
-            "minicluster:autoscale acts through the pods' service account token: unset "
-            "minicluster:pod.automountServiceAccountToken",
+            "minicluster:autoscale keeps its account's token in its own container: a token in the Flux container "
+            "would let every Flux job resize or suspend the cluster; unset "
+            "minicluster:pod.automountServiceAccountToken, or name an account of your own in "
+            "minicluster:pod.serviceAccountName",
         )
 
 

@@ -234,9 +234,9 @@ class Pod(Model):
     service_account_name: str | None = None
     """Service account the pods run as."""
     automount_service_account_token: bool | None = None
-    """Mount the service account's API token in the broker pods. Default: false, as Flux needs no
-    Kubernetes API; true with autoscale (the autoscaler acts through it) or with serviceAccountName set
-    (Kubernetes' default)."""
+    """Mount the service account's API token in every container of the broker pods, where every Flux job
+    can read it. Default: false, as Flux needs no Kubernetes API (with autoscale, the autoscaler's own
+    container mounts its token by itself); true with serviceAccountName set (Kubernetes' default)."""
     runtime_class_name: str | None = None
     """RuntimeClass, e.g. for a GPU or sandboxed runtime."""
     scheduler_name: str | None = None

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import pulumi
 import pulumi_kubernetes as k8s
 
-from flux_minicluster.builders import autoscaling, manifests, monitoring
+from flux_minicluster.builders import admission_policy, autoscaling, manifests, monitoring
 from flux_minicluster.builders.names import INDEX_LABEL, labels
 from flux_minicluster.config import lifecycle
 from flux_minicluster.config.certificate import parse
@@ -87,7 +87,7 @@ class MiniCluster(pulumi.ComponentResource):
         deleted_first = [self._job_deletion(name, spec, job_manifest, args.kube_context)] if spec.elastic else []
         job = self._named(
             k8s.batch.v1.Job, f"{name}-job", job_manifest, replace_on_changes=JOB_IMMUTABLE_FIELDS,
-            ignore_changes=ignore, depends_on=deleted_first + self._api_access(name, spec),
+            ignore_changes=ignore, depends_on=deleted_first + self._api_access(name, spec, scale_config.metadata.name),
         )  # fmt: skip
         if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
             self._scheduling_guard(name, spec, job_manifest, args.kube_context)
@@ -156,14 +156,20 @@ class MiniCluster(pulumi.ComponentResource):
             opts=pulumi.ResourceOptions(parent=self, depends_on=[service]),
         )  # fmt: skip
 
-    def _api_access(self, name: str, spec: MiniClusterSpec) -> list[pulumi.Resource]:
-        """The autoscaler's ServiceAccount, Role and RoleBinding, before the Job whose pods use them."""
-        kinds = {"ServiceAccount": k8s.core.v1.ServiceAccount, "Role": k8s.rbac.v1.Role,
-                 "RoleBinding": k8s.rbac.v1.RoleBinding}  # fmt: skip
-        suffixes = {"ServiceAccount": "service-account", "Role": "role", "RoleBinding": "role-binding"}
+    def _api_access(self, name: str, spec: MiniClusterSpec, scale_config: pulumi.Output[str]) -> list[pulumi.Resource]:
+        """The autoscaler's ServiceAccount, Role and RoleBinding, and the bounds of its patches, before the
+        Job whose pods use them; their rules name the scale ConfigMap as it was created."""
+        admission = k8s.admissionregistration.v1
+        kinds = {
+            "ServiceAccount": (k8s.core.v1.ServiceAccount, "service-account"), "Role": (k8s.rbac.v1.Role, "role"),
+            "RoleBinding": (k8s.rbac.v1.RoleBinding, "role-binding"),
+            "ValidatingAdmissionPolicy": (admission.ValidatingAdmissionPolicy, "admission-policy"),
+            "ValidatingAdmissionPolicyBinding": (admission.ValidatingAdmissionPolicyBinding, "admission-binding"),
+        }  # fmt: skip
+        manifests_ = [*autoscaling.objects(spec, scale_config), *admission_policy.objects(spec, scale_config)]
         return [
-            self._named(kinds[manifest["kind"]], f"{name}-autoscaler-{suffixes[manifest['kind']]}", manifest)
-            for manifest in autoscaling.objects(spec)
+            self._named(kinds[manifest["kind"]][0], f"{name}-autoscaler-{kinds[manifest['kind']][1]}", manifest)
+            for manifest in manifests_
         ]
 
     def _scheduling_guard(

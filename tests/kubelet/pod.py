@@ -1,5 +1,8 @@
-"""One pod of the test kubelet, once started: `exec` is `kubectl exec`, `ready` runs the readiness
-probe, `terminate` is the kubelet's stop (SIGTERM, then SIGKILL after the grace period)."""
+"""One pod of the test kubelet, once started: its Flux container and its native sidecars, each a
+Container. `exec` is `kubectl exec` (into the Flux container unless told which), `ready` runs the
+readiness probe, `terminate` is the kubelet's stop: SIGTERM to the Flux container, SIGKILL after the
+grace period, then the sidecars' stop, in reverse order, once it has ended (as Kubernetes stops native
+sidecars after the main containers)."""
 
 from __future__ import annotations
 
@@ -24,29 +27,23 @@ def wait_until(condition: Any, what: str, timeout: float, poll: float = 0.02) ->
         time.sleep(poll)
 
 
-class Pod:
-    """One pod of the Job: its Flux container, running."""
+class Container:
+    """One running container: its first process (PID 1 of its own PID namespace), its log, and how to
+    enter it (its namespaces, its user, its environment)."""
 
-    def __init__(
-        self, name: str, hostname: str, process: subprocess.Popen[bytes], log: Path, exec_prefix: list[str],
-        container: Manifest,
-    ) -> None:  # fmt: skip
-        self.name, self.hostname, self.process, self.log_path = name, hostname, process, log
-        self.exec_prefix = exec_prefix  # enter the pod's namespaces, as its user, with its env
-        self.probe: Manifest = container["readinessProbe"]
-        self.at_gate = log.parent / "scratch" / "at-gate"  # container.sh is set up, waiting to start
-        self.started = time.monotonic()
+    def __init__(self, name: str, process: subprocess.Popen[bytes], log: Path, exec_prefix: list[str]) -> None:
+        self.name, self.process, self.log_path, self.exec_prefix = name, process, log, exec_prefix
         self._pid: int | None = None
 
     @property
     def pid(self) -> int:
-        """The host's id of the container's first process (unshare forks it: PID 1 in the pod)."""
+        """The host's id of the container's first process (unshare forks it: PID 1 in the container)."""
         if self._pid is None:
             children = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
             wait_until(lambda: self.process.poll() is not None or children.read_text().strip(), "PID 1", 10)
             found = children.read_text().split() if self.process.poll() is None else []
             if not found:
-                raise RuntimeError(f"pod {self.name} exited before it started:\n{self.log}")
+                raise RuntimeError(f"container {self.name} exited before it started:\n{self.log}")
             self._pid = int(found[0])
         return self._pid
 
@@ -55,10 +52,60 @@ class Pod:
         return self.log_path.read_text(errors="replace")
 
     def exec(self, *argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-        """`kubectl exec POD -- ARGV`: in the container's namespaces, with its env, as its user."""
+        """`kubectl exec POD -c NAME -- ARGV`: in the container's namespaces, with its env, as its user."""
         command = ["nsenter", f"--target={self.pid}", "--mount", "--uts", "--net", "--pid", "--", *self.exec_prefix]
-        command += argv
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run([*command, *argv], capture_output=True, text=True, timeout=timeout)
+
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def signal(self, signum: int) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(self.pid, signum)
+
+    def wait(self, timeout: float = 60) -> int:
+        """The container's exit code as Kubernetes reports it (128 + the signal, when one killed it)."""
+        status = self.process.wait(timeout=timeout)
+        return 128 - status if status < 0 else status
+
+    def stop(self, grace: float) -> int:
+        """SIGTERM to PID 1, SIGKILL once the grace period is over."""
+        self.signal(signal.SIGTERM)
+        try:
+            return self.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.wait(10)
+
+    def kill(self) -> None:
+        """SIGKILL to PID 1: the kernel kills every process of the container's PID namespace with it."""
+        if self.running():
+            self.signal(signal.SIGKILL)
+
+
+class Pod:
+    """One pod of the Job: its Flux container and the native sidecars that run beside it."""
+
+    def __init__(self, name: str, hostname: str, main: Container, probe: Manifest, sidecars: list[Container]) -> None:
+        self.name, self.hostname, self.main, self.sidecars = name, hostname, main, sidecars
+        self.process, self.log_path = main.process, main.log_path
+        self.probe: Manifest = probe
+        self.at_gate = main.log_path.parent / "scratch" / "at-gate"  # container.sh is set up, waiting to start
+        self.started = time.monotonic()
+
+    def container(self, name: str) -> Container:
+        return next(container for container in [self.main, *self.sidecars] if container.name == name)
+
+    @property
+    def pid(self) -> int:
+        return self.main.pid
+
+    @property
+    def log(self) -> str:
+        return self.main.log
+
+    def exec(self, *argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        return self.main.exec(*argv, timeout=timeout)
 
     def flux(self, *args: str, timeout: float = 30) -> str:
         """A flux command run in the container against this pod's broker; its stdout. Fails if it fails."""
@@ -85,27 +132,26 @@ class Pod:
             time.sleep(max(0.0, started + self.probe["periodSeconds"] - time.monotonic()))
 
     def running(self) -> bool:
-        return self.process.poll() is None
+        return self.main.running()
 
     def signal(self, signum: int) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signum)
+        self.main.signal(signum)
 
     def wait(self, timeout: float = 60) -> int:
-        """The container's exit code as Kubernetes reports it (128 + the signal, when one killed it)."""
-        status = self.process.wait(timeout=timeout)
-        return 128 - status if status < 0 else status
+        return self.main.wait(timeout)
 
     def terminate(self, grace: float = 30) -> int:
-        """The kubelet stopping the pod: SIGTERM to PID 1, SIGKILL once the grace period is over."""
-        self.signal(signal.SIGTERM)
-        try:
-            return self.wait(grace)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            return self.wait(10)
+        """The kubelet stopping the pod: the Flux container first, then its sidecars."""
+        status = self.main.stop(grace)
+        self.stop_sidecars(grace)
+        return status
+
+    def stop_sidecars(self, grace: float = 30) -> None:
+        """Once the main container has ended, Kubernetes stops the native sidecars, the last started first."""
+        for sidecar in reversed(self.sidecars):
+            if sidecar.running():
+                sidecar.stop(grace)
 
     def kill(self) -> None:
-        """SIGKILL to PID 1: the kernel kills every process of the pod's PID namespace with it."""
-        if self.running():
-            self.signal(signal.SIGKILL)
+        for container in [self.main, *self.sidecars]:
+            container.kill()

@@ -7,8 +7,10 @@ the Indexed Job gets:
   - the Flux container's volumes mounted at its mountPaths (volumes.py, container.sh), as its user;
   - the container's command as PID 1 of its own PID namespace: its stdout and stderr are the pod's
     log, and MC_LOG_SINK (/proc/1/fd/2) is that log too.
-The pods themselves are pod.py's. Only the Flux container runs: init containers and sidecars need
-images this machine does not have.
+The pods themselves are pod.py's. The Flux container runs, and so do the native sidecars of the
+MiniCluster's own image (the autoscaler's), started first, each in its own PID and mount namespaces in
+the pod's network namespace, with its own mounts; other init containers and sidecars need images this
+machine does not have.
 
 Everything is bounded in time, and `close` (also on a failed test: the tests' `minicluster` fixture calls it) kills
 every process and removes every namespace and mount the cluster made: killing a PID namespace's
@@ -26,14 +28,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from flux_minicluster.builders import manifests, names
+from flux_minicluster.builders import manifests
 from flux_minicluster.builders.names import BROKER_CONTAINER
 from flux_minicluster.config import certificate, paths, sizing
 from flux_minicluster.config.spec import MiniClusterSpec
+from tests.auto_names import auto_name
 from tests.kube_api.in_cluster import InCluster
 from tests.kube_api.server import StandIn
 from tests.kubelet.network import PodNetwork
-from tests.kubelet.pod import Pod, wait_until
+from tests.kubelet.pod import Container, Pod, wait_until
 from tests.kubelet.volumes import Manifest, Volumes, container_env
 
 CONTAINER = Path(__file__).with_name("container.sh")
@@ -62,7 +65,7 @@ class Kubelet:
         self.api: InCluster | None = None
         tmp.mkdir(parents=True, exist_ok=True)
         self.certificate = certificate.generate(spec.rank0_host)
-        self.objects = manifests.all_objects(spec, self.certificate.text())
+        self.objects = manifests.all_objects(spec, self.certificate.text(), auto_name)  # as pulumi up names them
         self.job = next(obj for obj in self.objects if obj["kind"] == "Job")
         self.pod_spec: Manifest = self.job["spec"]["template"]["spec"]
         self.container: Manifest = next(c for c in self.pod_spec["containers"] if c["name"] == BROKER_CONTAINER)
@@ -84,11 +87,12 @@ class Kubelet:
         self.api = InCluster(stand_in, self.tmp / "api", self.network)
         return self.api
 
-    def _service_account(self) -> list[str]:
-        """The container's mount of its service account (a kubelet mounts it only with a token asked for)."""
-        account = self.pod_spec.get("serviceAccountName")
-        if self.api is None or not account or self.pod_spec.get("automountServiceAccountToken") is False:
-            return []
+    def _account_dir(self) -> Path:
+        """The pods' service account as the kubelet mounts it: its token (from the API server, whose
+        RBAC then knows it by the Roles bound to the account), the cluster's CA and the namespace."""
+        account = self.pod_spec.get("serviceAccountName") or "default"
+        if self.api is None:
+            raise RuntimeError("the pod's service account token comes from the API server: call reach() first")
         bound = {
             obj["roleRef"]["name"]
             for obj in self.objects
@@ -97,8 +101,22 @@ class Kubelet:
         }
         rules = [rule for obj in self.objects if obj["kind"] == "Role" and obj["metadata"]["name"] in bound
                  for rule in obj["rules"]]  # fmt: skip
-        mounted = self.api.service_account(self.namespace, account, rules)
-        return ["--mount", str(mounted), paths.SERVICE_ACCOUNT_DIR, "ro"]
+        return self.api.service_account(self.namespace, account, rules)
+
+    def _automounted(self, container: Manifest) -> list[str]:
+        """Kubernetes' automount of the account's token, in each container that mounts nothing of its own
+        there, unless the pod asks for none (a kubelet mounts it only when the pod names an account here:
+        tests without an API server have none to mount)."""
+        mounted = any(m["mountPath"] == paths.SERVICE_ACCOUNT_DIR for m in container.get("volumeMounts", []))
+        asked = self.pod_spec.get("automountServiceAccountToken") is not False
+        if mounted or not asked or self.api is None or not self.pod_spec.get("serviceAccountName"):
+            return []
+        return ["--mount", str(self._account_dir()), paths.SERVICE_ACCOUNT_DIR, "ro"]
+
+    @property
+    def scale_config(self) -> str:
+        """The scale ConfigMap's name, as the pods mount it."""
+        return str(next(v for v in self.pod_spec["volumes"] if v["name"] == paths.SCALE_VOLUME)["configMap"]["name"])
 
     @property
     def namespace(self) -> str:
@@ -138,46 +156,66 @@ class Kubelet:
         return Sandbox(index, name, hostname, directory, namespace, address)
 
     def _run(self, sandbox: Sandbox, gate: Path | None = None, env: dict[str, str] | None = None) -> Pod:
-        """The Flux container of `sandbox`, started at once, or when `gate`'s lock is released."""
+        """The containers of `sandbox`, started at once, or when `gate`'s lock is released: the native
+        sidecars of the MiniCluster's image first, then the Flux container."""
+        sidecars = [self._start(sandbox, container, gate, env or {}) for container in self.sidecars]
+        main = self._start(sandbox, self.container, gate, env or {})
+        pod = Pod(sandbox.name, sandbox.hostname, main, self.container["readinessProbe"], sidecars)
+        self.pods.append(pod)
+        # The Flux container's end ends the pod: its sidecars are stopped, its name leaves the Service.
+        threading.Thread(target=self._reap, args=(sandbox.name, pod), daemon=True).start()
+        pod.pid  # noqa: B018 -- started: PID 1 exists (or the pod failed, and says why)
+        return pod
+
+    @property
+    def sidecars(self) -> list[Manifest]:
+        """The native sidecars this machine can run: those of the MiniCluster's own image."""
+        return [c for c in self.pod_spec.get("initContainers", [])
+                if c.get("restartPolicy") == "Always" and c["image"] == self.spec.image]  # fmt: skip
+
+    def _start(self, sandbox: Sandbox, container: Manifest, gate: Path | None, env: dict[str, str]) -> Container:
+        """One container of the pod. `env` overrides its own: only to shorten one of the scripts' waits."""
         fields = {
             "HOSTNAME": sandbox.hostname, "JOB_COMPLETION_INDEX": str(sandbox.index), "metadata.name": sandbox.name,
             "metadata.namespace": self.namespace, "status.podIP": sandbox.address, "spec.nodeName": "node-0",
         }  # fmt: skip
         home = "/root" if self.user is None or self.user[0] == 0 else "/"
-        env = {**container_env(self.container, self.volumes, fields, home), **(env or {})}
+        env = {**container_env(container, self.volumes, fields, home), **env}
         if self.api is not None:  # as the kubelet tells every pod where the API server is
             env.update(KUBERNETES_SERVICE_HOST=self.api.host, KUBERNETES_SERVICE_PORT=str(self.api.port))
-        log = sandbox.directory / "log"
+        main = container is self.container
+        directory = sandbox.directory if main else sandbox.directory / container["name"]
+        directory.mkdir(exist_ok=True)
+        log = directory / "log"
         log.touch(mode=0o644)
-        workdir = self.container.get("workingDir", "/")
+        workdir = container.get("workingDir", "/")
         command = [
             "nsenter", f"--net=/run/netns/{sandbox.namespace}", "unshare", "--mount", "--uts", "--pid", "--fork",
             "--kill-child", "--mount-proc", "bash", str(CONTAINER), "--hostname", sandbox.hostname,
-            "--dns", str(self.network.dns_dir), "--scratch", str(sandbox.directory / "scratch"), "--workdir", workdir,
-            *self._mounts(sandbox.directory), *self._service_account(), *self._as_user(),
+            "--dns", str(self.network.dns_dir), "--scratch", str(directory / "scratch"), "--workdir", workdir,
+            *self._mounts(container, sandbox.directory), *self._automounted(container), *self._as_user(),
             *(["--gate", str(gate)] if gate else []),
-            "--", *self.container["command"], *self.container.get("args", []),
+            "--", *container["command"], *container.get("args", []),
         ]  # fmt: skip
         with log.open("ab") as output:  # appended: writes through /proc/1/fd/2 land after it, never over it
             process = subprocess.Popen(command, env=env, stdout=output, stderr=output, stdin=subprocess.DEVNULL)
-        # The pod's end (Succeeded or Failed) takes its name out of the Service's records.
-        threading.Thread(target=self._reap, args=(sandbox.name, process), daemon=True).start()
         env_args = [f"{key}={value}" for key, value in env.items()]
-        exec_prefix = [*self._setpriv(), "env", "-i", "-C", workdir, *env_args]
-        pod = Pod(sandbox.name, sandbox.hostname, process, log, exec_prefix, self.container)
-        self.pods.append(pod)
-        pod.pid  # noqa: B018 -- started: PID 1 exists (or the pod failed, and says why)
-        return pod
+        return Container(container["name"], process, log, [*self._setpriv(), "env", "-i", "-C", workdir, *env_args])
 
-    def _reap(self, name: str, process: subprocess.Popen[bytes]) -> None:
-        process.wait()
+    def _reap(self, name: str, pod: Pod) -> None:
+        pod.main.process.wait()
+        pod.stop_sidecars()
         self.network.detach(name)
 
-    def _mounts(self, pod_dir: Path) -> list[str]:
+    def _mounts(self, container: Manifest, pod_dir: Path) -> list[str]:
         volumes = {volume["name"]: volume for volume in self.pod_spec["volumes"]}
         args = []
-        for mount in self.container.get("volumeMounts", []):
-            source = self.volumes.source(volumes[mount["name"]], pod_dir)
+        for mount in container.get("volumeMounts", []):
+            volume = volumes[mount["name"]]
+            if any("serviceAccountToken" in part for part in volume.get("projected", {}).get("sources", [])):
+                source = self._account_dir()  # a projected token, as Kubernetes' automount projects it
+            else:
+                source = self.volumes.source(volume, pod_dir)
             if "subPath" in mount:
                 source = source / mount["subPath"]
             args += ["--mount", str(source), mount["mountPath"], "ro" if mount.get("readOnly") else "rw"]
@@ -202,7 +240,7 @@ class Kubelet:
         then the Job does, and the Job controller has the pods beyond it stopped (highest first) or
         creates those up to it."""
         data = sizing.scale_files(size, self.spec.min_size, self.spec.largest_size)
-        self.update("ConfigMap", names.scale_config_name(self.spec), data)
+        self.update("ConfigMap", self.scale_config, data)
         current, self.job["spec"]["parallelism"] = self.job["spec"]["parallelism"], size
         self.job["spec"]["completions"] = size
         for index in reversed(range(size, current)):
@@ -222,7 +260,7 @@ class Kubelet:
             self.api.stop()
         for pod in self.pods:
             pod.kill()
-        for pod in self.pods:
+        for container in [container for pod in self.pods for container in (pod.main, *pod.sidecars)]:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                pod.process.wait(timeout=10)
+                container.process.wait(timeout=10)
         self.network.close()

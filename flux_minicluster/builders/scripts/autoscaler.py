@@ -1,12 +1,13 @@
 """Rank 0's autoscaler (autoscale.enabled): sizes the cluster to its queue, with Flux's own Python
-(`flux python autoscaler.py`, started by the entrypoint on rank 0 for the pod's life).
+(`flux python autoscaler.py`, run by autoscaler.sh in the autoscaler container of rank 0's pod: the
+only container with the service account's token; it reaches the broker through its local socket).
 
 Each look reads the instance (one RPC each: resources, their status, the jobs waiting for resources),
 lets autoscaling.decide choose, and acts the way a `pulumi up` resize does (flux_minicluster/cluster/
 scale.py): resize.sh drains or undrains the ranks concerned, then the scale ConfigMap and the Job get
 the new size (sizing.py, the same patches, the same field manager). A grow waits for the new brokers
 to come up within scheduleTimeout, and is rolled back if they do not. Every change is an Event on the
-Job and a line in rank 0's log. A look follows each job event (a submit, an end) at once, and at
+Job and a line in the autoscaler container's log. A look follows each job event (a submit, an end) at once, and at
 least every MC_AUTOSCALE_INTERVAL seconds.
 
 Environment (builders/files.py): MC_AUTOSCALE_INTERVAL, MC_AUTOSCALE_DOWN_AFTER, MC_AUTOSCALE_COOLDOWN,
@@ -149,7 +150,7 @@ class Autoscaler:
 
     def prepare(self, size: int, target: int) -> bool:
         """resize.sh in this container: it drains (shrink) or undrains (grow) the ranks concerned, and
-        writes its own lines to rank 0's log."""
+        writes its own lines to this container's log."""
         script = os.path.join(os.environ["MC_RUN_CONFIG_DIR"], "resize.sh")
         done = subprocess.run(["bash", script, str(size), str(target), "wait", str(SHRINK_WAIT)],
                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip

@@ -11,7 +11,7 @@
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
 # init.sh, pre.sh and post.sh, and the other scripts: lib.sh, saved_instance.sh (rank 0 across pods),
 # instance.sh (rank 0's program for batch, interactive, the RESTful API), resize.sh, and the Python
-# companions started beside the broker: metrics.py (metrics.enabled), rank 0's autoscaler.py (autoscale).
+# companion started beside the broker: metrics.py (metrics.enabled). autoscaler.sh is another container's.
 # The current size and quorum are read at start from MC_SCALE_DIR, which a resize rewrites in place.
 # Stopping: SIGTERM is passed to the broker at once, and the pod exits 143 (never 0: a Job does not
 # rerun a succeeded index); rank 0 first hands the instance over (saved_instance.sh).
@@ -166,16 +166,13 @@ ready() {
 
 # Beside the broker, for the pod's life (the container's end ends them): Prometheus metrics
 # (metrics.enabled), whose readings say 0 while the broker is not up, niced where the image has nice so
-# that they yield the CPU to it; and rank 0's autoscaler (autoscale.enabled), which waits for its broker.
+# that they yield the CPU to it. (Rank 0's autoscaler has a container of its own: autoscaler.sh.)
 start_companions() {
   local -a lower=()
   if [[ -n ${MC_METRICS_PORT?} ]]; then
     if command -v nice >/dev/null; then lower=(nice -n 19); fi
     log "serving metrics on port $MC_METRICS_PORT"
     "${lower[@]}" "$flux" python "$run_config/metrics.py" </dev/null &
-  fi
-  if [[ -n ${MC_AUTOSCALE_INTERVAL?} ]] && ((rank == 0)); then
-    "$flux" python "$run_config/autoscaler.py" </dev/null &
   fi
 }
 
