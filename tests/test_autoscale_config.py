@@ -12,8 +12,9 @@ from flux_minicluster.builders import manifests
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER, BROKER_CONTAINER
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
+from tests.auto_names import auto_name
 from tests.conftest import config
-from tests.harness import auto_name, deploy, refused_problems
+from tests.harness import deploy, refused_problems
 from tests.plain import plain
 from tests.schemas import assert_conforms
 from tests.test_schema import SUPPORTED

@@ -13,7 +13,7 @@ import pytest
 
 from flux_minicluster.builders import autoscaling, manifests
 from flux_minicluster.config import sizing
-from tests.harness import auto_name
+from tests.auto_names import auto_name
 from tests.kube_api import Cluster, StandIn, refused_url
 from tests.kube_api.in_cluster import InCluster
 from tests.pod_modules import autoscaler, cluster_api

@@ -175,3 +175,16 @@ def test_without_the_right_to_dry_run_it_says_so_and_goes_on_to_the_room(kube_ap
         'dry run skipped: access denied (403: secrets is forbidden: User "dev" cannot create resource'
     )
     assert any(path.endswith("/pods") for _, path, _ in kube_api.requests)  # the room was still judged
+
+
+def test_the_admission_policy_on_a_cluster_without_its_api_is_refused_by_key(kube_api: Cluster) -> None:
+    """The stand-in serves no admissionregistration.k8s.io/v1, as a cluster older than 1.30 does not."""
+    kube_api.nodes = FOUR
+    found = verdict(command=None, size=1, maxSize=4, autoscale={"enabled": True, "admissionPolicy": True})
+    assert found.refused is not None
+    assert (
+        "minicluster:autoscale.admissionPolicy: the cluster has no ValidatingAdmissionPolicy of "
+        "admissionregistration.k8s.io/v1 (Kubernetes 1.30 or newer has it): upgrade the cluster, or unset "
+        "minicluster:autoscale.admissionPolicy"
+    ) in found.refused
+    assert found.refused.endswith("Nothing was created.")

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from flux_minicluster.config import sizing
+from flux_minicluster.config.paths import SERVICE_ACCOUNT_DIR as SERVICE_ACCOUNT
 from tests.autoscaled import AUTOSCALE, Autoscaled
 from tests.harness import ROOT
 from tests.kube_api import StandIn
@@ -53,7 +54,9 @@ def test_the_example_grows_from_one_to_four_for_four_one_node_jobs_and_back_to_o
     assert [event["message"] for event in cluster.events("Grew")] == [
         "grew from 1 to 4 brokers: 3 queued jobs need 3 nodes, 0 free"
     ]
-    cluster.wait(lambda: cluster.size == 1, "the idle ranks to go")
+    # The Event follows the change it tells of (docs/resizing.md): the size may read 1 a moment before it.
+    cluster.wait(lambda: bool(cluster.events("Shrank")), "the idle ranks to go, and the Event that says so")
+    assert cluster.size == 1
     assert [event["message"] for event in cluster.events("Shrank")] == [
         "shrank from 4 to 1 brokers: no job waits, and ranks 1-3 have been idle for 3s"
     ]
@@ -86,3 +89,46 @@ def test_while_a_pulumi_up_resizes_the_autoscaler_waits_then_acts(minicluster: M
     assert cluster.size == 1
     job["metadata"]["annotations"] = {}
     cluster.wait(lambda: cluster.size == 2 and cluster.ready(2), "the cluster to grow once the lease is given back")
+
+
+# A Flux job's look for an API token: the standard path, then every file under the directories a pod's
+# volumes and runtime files live in, and its environment, for the token's own text. The token comes in
+# two halves, so that the job's own command line, which Flux keeps, never holds it whole.
+LOOK_FOR_TOKEN = r"""
+ls -A /var/run/secrets/kubernetes.io/serviceaccount 2>&1
+grep -rlsF "$1$2" /etc /var /run /tmp /opt/flux/etc 2>/dev/null | head -5
+env | grep -cF "$1$2"
+exit 0
+"""
+# The same job's request to the API server with what it can find: no token, and no CA to check the
+# server against (so it does not check it).
+SUSPEND = r"""
+import json, os, ssl, urllib.request, urllib.error
+url = "https://%s:%s/apis/batch/v1/namespaces/default/jobs/dev" % (
+    os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"])
+body = json.dumps({"spec": {"suspend": True}}).encode()
+asked = urllib.request.Request(url, body, {"Content-Type": "application/merge-patch+json"}, method="PATCH")
+try:
+    urllib.request.urlopen(asked, context=ssl._create_unverified_context(), timeout=10)
+    print("200")
+except urllib.error.HTTPError as refused:
+    print(refused.code, json.loads(refused.read())["message"])
+"""
+
+
+def test_a_flux_job_finds_no_token_and_the_api_server_refuses_its_request(
+    minicluster: Make, api_server: StandIn
+) -> None:
+    cluster = autoscaled(minicluster, api_server)
+    token = (cluster.kubelet.tmp / "api" / "account-dev-autoscaler" / "token").read_text()
+    autoscaler = cluster.rank0.container("autoscaler")
+    assert autoscaler.exec("cat", f"{SERVICE_ACCOUNT}/token").stdout == token  # it is there, for it alone
+    halves = (token[: len(token) // 2], token[len(token) // 2 :])
+    looked = cluster.rank0.flux("run", "-N1", "bash", "-c", LOOK_FOR_TOKEN, "look", *halves).splitlines()
+    assert looked == [f"ls: cannot access '{SERVICE_ACCOUNT}': No such file or directory", "0"]
+    answer = cluster.rank0.flux("run", "-N1", "flux", "python", "-c", SUSPEND).strip()
+    assert answer == (
+        '403 jobs.batch "dev" is forbidden: User "system:anonymous" cannot patch resource "jobs" in API group '
+        '"batch" in the namespace "default"'
+    )
+    assert cluster.api.jobs[("default", "dev")]["spec"].get("suspend") is not True

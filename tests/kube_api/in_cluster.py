@@ -37,7 +37,8 @@ class InCluster:
             listener = _listening(network.switch, self.host)
         else:
             listener = socket.create_server((self.host, 0))
-        self.server = _Server((self.host, 0), stand_in.handler, bind_and_activate=False)
+        handler = type("InClusterHandler", (stand_in.handler,), {"in_cluster": True})
+        self.server = _Server((self.host, 0), handler, bind_and_activate=False)
         self.server.socket = tls.wrap_socket(listener, server_side=True)
         self.port = self.server.socket.getsockname()[1]
         self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)

@@ -26,7 +26,11 @@ class Account:
 
     @property
     def user(self) -> str:
-        return f"system:serviceaccount:{self.namespace}:{self.name}"
+        return "system:anonymous" if self is ANONYMOUS else f"system:serviceaccount:{self.namespace}:{self.name}"
+
+
+ANONYMOUS = Account("", "", [])
+"""A request with no token: the API server's anonymous user, whom RBAC allows nothing of this API."""
 
 
 def refusal(account: Account, method: str, path: str, query: dict[str, str]) -> str | None:

@@ -89,10 +89,19 @@ class _Handler(PodRoutes, ObjectRoutes):
                 return
         self._status(404, f"the server could not find the requested resource ({method} {url.path})")
 
+    in_cluster = False
+    """Served to the pods (in_cluster.py): there, only the service accounts' tokens are known."""
+
     def _forbidden(self, method: str, path: str) -> bool:
-        """A service account's request that its Role does not allow (rbac.py)."""
-        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-        account = self.cluster.accounts.get(token)
+        """A service account's request that its Role does not allow (rbac.py); from a pod, a request with
+        a token the server does not know (401) or with none (anonymous: 403), as the API server says it."""
+        header = self.headers.get("Authorization") or ""
+        account = self.cluster.accounts.get(header.removeprefix("Bearer "))
+        if account is None and self.in_cluster and header:
+            self._status(401, "Unauthorized")
+            return True
+        if account is None and self.in_cluster:
+            account = rbac.ANONYMOUS
         why = rbac.refusal(account, method, path, self.query) if account is not None else None
         if why is not None:
             self._status(403, why)

@@ -59,7 +59,9 @@ ln -sfn /etc/.cluster-dns/hosts /etc/hosts
 
 for ((i = 0; i < ${#mounts[@]}; i += 3)); do
   source=${mounts[i]} target=${mounts[i + 1]} mode=${mounts[i + 2]}
-  top=${target#/}
+  # The top-level directory the target really lies in: /var/run/... is /run/... where /var/run links there.
+  top=$(realpath -m "$target")
+  top=${top#/}
   overlay "/${top%%/*}"
   if [[ -d $source ]]; then mkdir -p "$target"; else mkdir -p "$(dirname "$target")" && touch "$target"; fi
   mount --bind "$source" "$target"

@@ -29,8 +29,12 @@ CREATE = {
     "ServiceAccount": ("CoreV1Api", "create_namespaced_service_account"),
     "Role": ("RbacAuthorizationV1Api", "create_namespaced_role"),
     "RoleBinding": ("RbacAuthorizationV1Api", "create_namespaced_role_binding"),
+    "ValidatingAdmissionPolicy": ("AdmissionregistrationV1Api", "create_validating_admission_policy"),
+    "ValidatingAdmissionPolicyBinding": ("AdmissionregistrationV1Api", "create_validating_admission_policy_binding"),
 }
 """The built-in kinds the program creates, by the client call that creates each; others are custom."""
+CLUSTER_SCOPED = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+"""autoscale.admissionPolicy's objects: they need a cluster of 1.30 or newer, and rights beyond the namespace."""
 PLURALS = {"PodGroup": "podgroups", "ServiceMonitor": "servicemonitors"}
 RESTRICTED_FITS = (
     "the namespace enforces a Pod Security Standard: minicluster:securityProfile restricted makes every pod "
@@ -69,12 +73,13 @@ def refusals(
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> None:
     from kubernetes import client
 
-    namespace = obj["metadata"]["namespace"]
     options: dict[str, Any] = {"dry_run": "All", "_preload_content": False, "_request_timeout": timeout}
     if obj["kind"] in CREATE:
         api, call = CREATE[obj["kind"]]
-        getattr(getattr(client, api)(api_client), call)(namespace, obj, **options)
+        scope = [] if obj["kind"] in CLUSTER_SCOPED else [obj["metadata"]["namespace"]]
+        getattr(getattr(client, api)(api_client), call)(*scope, obj, **options)
         return
+    namespace = obj["metadata"]["namespace"]
     group, version = obj["apiVersion"].split("/")
     client.CustomObjectsApi(api_client).create_namespaced_custom_object(
         group, version, namespace, PLURALS[obj["kind"]], obj, **options
@@ -86,6 +91,8 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
     what = f"the {obj['kind']} {metadata.get('name') or metadata['generateName'] + '*'!r}"
     if found.kind == "conflict":  # it exists: Pulumi updates or replaces it
         return None
+    if obj["kind"] in CLUSTER_SCOPED:
+        return _policy_problem(obj, found)
     if found.kind == "not-found" and f'namespaces "{spec.namespace}" not found' in found.detail:
         return f"namespace {spec.namespace!r} does not exist: create it, or set minicluster:namespace"
     if found.kind == "not-found" and obj["kind"] in PLURALS:
@@ -109,3 +116,15 @@ def _policy_refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniC
     containers = [container["name"] for container in obj["spec"]["containers"]]
     which = "the keygen pod" if manifests.KEYGEN_CONTAINER in containers else "the broker pods"
     return f"an admission policy of namespace {spec.namespace!r} refuses {which}: {found.detail}"
+
+
+def _policy_problem(obj: manifests.Manifest, found: kube.ApiProblem) -> str | None:
+    """autoscale.admissionPolicy on a cluster that cannot take it, or for a user who may not create it."""
+    key = "minicluster:autoscale.admissionPolicy"
+    if found.kind == "not-found":
+        return (f"{key}: the cluster has no {obj['kind']} of {obj['apiVersion']} (Kubernetes 1.30 or newer has it): "
+                f"upgrade the cluster, or unset {key}")  # fmt: skip
+    if found.kind == "denied":
+        return (f"{key}: the {obj['kind']} is cluster-scoped, and creating it is refused: {found.detail}; ask the "
+                f"cluster's admin for that right, or unset {key}")  # fmt: skip
+    return f"{key}: the {obj['kind']} {obj['metadata']['name']!r}: {found.detail}"
