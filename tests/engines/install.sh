@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The real engines of the tests marked realengine, built from Go modules: etcd, kube-apiserver and
+# kube-controller-manager. Idempotent, like ../shared/flux/install.sh: a second run with the same
+# pins finds the binaries and does nothing; the Go module and build caches are kept, so a rebuild
+# after a change of pin takes what changed only.
+#
+# k8s.io/kubernetes cannot be `go install`ed: its go.mod points each k8s.io/* staging module at a
+# folder of its own tree. A wrapper module requires it and points each of them at the release of
+# the same number (v1.37.2 -> v0.37.2) instead; etcd's server is built from the release that
+# Kubernetes itself requires, by the same module graph.
+#
+# Usage: tests/engines/install.sh [PREFIX]    (default: $MC_ENGINES, else /opt/minicluster-engines)
+set -euo pipefail
+
+readonly KUBERNETES=1.37.2
+prefix=${1:-${MC_ENGINES:-/opt/minicluster-engines}}
+bin=$prefix/kubernetes-$KUBERNETES/bin
+wanted=(etcd kube-apiserver kube-controller-manager)
+
+built() {
+  local name
+  for name in "${wanted[@]}"; do [[ -x $bin/$name ]] || return 1; done
+}
+
+if built; then
+  echo "the engines are built at $bin"
+  exit 0
+fi
+command -v go >/dev/null || { echo "install.sh: Go is needed to build the engines" >&2 && exit 1; }
+
+work=$prefix/build/kubernetes-$KUBERNETES
+mkdir -p "$work" "$bin"
+cd "$work"
+export GOFLAGS=-mod=mod CGO_ENABLED=0
+
+echo "== the wrapper module of k8s.io/kubernetes v$KUBERNETES"
+upstream=$(go mod download -json "k8s.io/kubernetes@v$KUBERNETES" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
+{
+  echo "module minicluster.test/engines"
+  echo
+  echo "go $(sed -n 's/^go //p' "$upstream")"
+  echo
+  echo "require k8s.io/kubernetes v$KUBERNETES"
+  echo
+  sed -n 's|^\t\(k8s.io/[a-z0-9-]*\) => ./staging/src/.*|replace \1 => \1 v0.'"${KUBERNETES#1.}"'|p' "$upstream"
+} >go.mod
+cat >engines.go <<'GO'
+// Package engines names the commands this module builds, so that `go mod tidy` keeps what they need.
+package engines
+
+import (
+	_ "go.etcd.io/etcd/server/v3/etcdmain"
+	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+GO
+go mod tidy
+
+echo "== building ${wanted[*]} (the first build takes minutes on two cores)"
+go build -trimpath -o "$bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+go build -trimpath -o "$bin/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+go build -trimpath -o "$bin/etcd" go.etcd.io/etcd/server/v3
+built
+echo "the engines are built at $bin"

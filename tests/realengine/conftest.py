@@ -1,0 +1,77 @@
+"""The real-engine tier: tests against a real Kubernetes control plane (tests/engines/control_plane.py),
+marked realengine. Where the engines are not built, each test is skipped with the command that builds
+them, except in CI, where that is a failure."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from tests.engines.control_plane import ControlPlane, missing
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if "tests/realengine/" in str(item.fspath):
+            item.add_marker(pytest.mark.realengine)
+
+
+@pytest.fixture(scope="session")
+def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
+    """The control plane `.ci/run` started (MC_CONTROL_PLANE), else one of this session's own (each pytest
+    worker's), stopped at its end."""
+    running = os.environ.get("MC_CONTROL_PLANE")
+    if running:  # started by .ci/run for the whole run
+        yield ControlPlane.attach(Path(running))
+        return
+    why = missing()
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI runs every real-engine test: {why}")
+        pytest.skip(why)
+    plane = ControlPlane(tmp_path_factory.mktemp("control-plane"))
+    yield plane
+    plane.stop()
+
+
+@pytest.fixture
+def admin(control_plane: ControlPlane) -> client.ApiClient:
+    """The tests' own client, as the cluster's admin (system:masters)."""
+    api: client.ApiClient = config.new_client_from_config(str(control_plane.kubeconfig))  # type: ignore[no-untyped-call]
+    return api
+
+
+@pytest.fixture
+def namespace(admin: client.ApiClient) -> Iterator[str]:
+    """A namespace of the test's own, deleted after it."""
+    name = f"t-{secrets.token_hex(4)}"
+    core = client.CoreV1Api(admin)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    yield name
+    core.delete_namespace(name)
+
+
+def create(api: client.ApiClient, obj: dict[str, Any]) -> Any:
+    """Any object, as kubectl create would send it."""
+    from kubernetes import utils
+
+    return utils.create_from_dict(api, obj)  # type: ignore[no-untyped-call]
+
+
+def token_dir(api: client.ApiClient, directory: Path, namespace: str, account: str, ca: Path) -> Path:
+    """What Kubernetes projects for a container of that account: a token from the TokenRequest API,
+    the cluster's CA and the namespace."""
+    request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
+    answer = client.CoreV1Api(api).create_namespaced_service_account_token(account, namespace, request)
+    assert answer.status is not None and answer.status.token is not None
+    token = answer.status.token
+    directory.mkdir(parents=True, exist_ok=True)
+    for file, text in {"token": token, "ca.crt": ca.read_text(), "namespace": namespace}.items():
+        (directory / file).write_text(text)
+    return directory
