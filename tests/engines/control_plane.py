@@ -1,10 +1,11 @@
 """A real Kubernetes control plane on this machine's loopback, for the tests marked realengine: etcd,
-kube-apiserver and kube-controller-manager as tests/engines/install.sh built them.
+kube-apiserver, kube-controller-manager and kube-scheduler as tests/engines/install.sh built them.
 
 The API server runs with RBAC, its default admission plugins (Pod Security and ValidatingAdmissionPolicy
 among them), service account tokens signed by a key of its own (the TokenRequest API), and an admin
 token for the tests' own client. The controller manager runs the Job, garbage collector, namespace and
-service account controllers, and publishes the cluster's CA in every namespace (kube-root-ca.crt).
+service account controllers, and publishes the cluster's CA in every namespace (kube-root-ca.crt). The
+scheduler binds pods to the nodes that register (the test kubelet's, tests/kubelet/node.py).
 Every process is stopped, and its files removed, by `stop`, whatever the tests did.
 
 `.ci/run` starts one for the whole run (`python3 tests/engines/control_plane.py DIR`, until SIGTERM) and
@@ -37,11 +38,15 @@ SERVICE_RANGE = "10.96.0.0/16"
 CONTROLLERS = "job-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller," \
     "root-ca-certificate-publisher-controller"  # fmt: skip
 START_TIMEOUT = 60
+ENGINES_BUILT = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
+SERVICE_HOST = "10.96.0.1"
+"""The `kubernetes` Service's address (the first of SERVICE_RANGE): where pods reach the API server,
+through the test kubelet's relay inside the pod network (tests/kubelet/node.py)."""
 
 
 def missing() -> str | None:
     """Why the control plane cannot start here, if it cannot."""
-    absent = [name for name in ("etcd", "kube-apiserver", "kube-controller-manager") if not (BIN / name).exists()]
+    absent = [name for name in ENGINES_BUILT if not (BIN / name).exists()]
     return f"the real engines are not built at {BIN}: run {INSTALL}" if absent else None
 
 
@@ -76,6 +81,7 @@ class ControlPlane:
             self._api_server()
             self.kubeconfig = self._kubeconfig()
             self._controller_manager()
+            self._scheduler()
         except BaseException:
             self.stop()
             raise
@@ -100,7 +106,8 @@ class ControlPlane:
         _openssl("req", "-new", *key, "-keyout", d / "server.key", "-out", d / "server.csr",
                  "-subj", "/CN=kube-apiserver")  # fmt: skip
         (d / "server.ext").write_text(
-            "subjectAltName=IP:127.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc\n"
+            f"subjectAltName=IP:127.0.0.1,IP:{SERVICE_HOST},DNS:kubernetes,DNS:kubernetes.default,"
+            "DNS:kubernetes.default.svc\n"
         )
         _openssl("x509", "-req", "-in", d / "server.csr", "-CA", d / "ca.crt", "-CAkey", d / "ca.key",
                  "-CAcreateserial", "-out", d / "server.crt", "-days", "2", "-extfile", d / "server.ext")  # fmt: skip
@@ -170,6 +177,13 @@ class ControlPlane:
             "--leader-elect=false", f"--root-ca-file={d / 'ca.crt'}", "--bind-address=127.0.0.1",
             f"--secure-port={free_port()}", f"--cert-dir={d / 'controller-manager-certs'}",
             f"--service-account-private-key-file={d / 'service-accounts.key'}", "--v=1",
+        )  # fmt: skip
+
+    def _scheduler(self) -> None:
+        self._start(
+            "kube-scheduler", f"--kubeconfig={self.kubeconfig}", f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}", "--leader-elect=false", "--bind-address=127.0.0.1",
+            f"--secure-port={free_port()}", f"--cert-dir={self.directory / 'scheduler-certs'}", "--v=1",
         )  # fmt: skip
 
     def log(self, name: str) -> str:

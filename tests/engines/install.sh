@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The real engines of the tests marked realengine, built from Go modules: etcd, kube-apiserver and
-# kube-controller-manager. Idempotent, like ../shared/flux/install.sh: a second run with the same
-# pins finds the binaries and does nothing; the Go module and build caches are kept, so a rebuild
-# after a change of pin takes what changed only.
+# The real engines of the tests marked realengine, built from Go modules: etcd, kube-apiserver,
+# kube-controller-manager and kube-scheduler. Idempotent, like ../shared/flux/install.sh: a second
+# run with the same pins finds the binaries and does nothing; the Go module and build caches are
+# kept, so a rebuild after a change of pin takes what changed only.
 #
 # k8s.io/kubernetes cannot be `go install`ed: its go.mod points each k8s.io/* staging module at a
 # folder of its own tree. A wrapper module requires it and points each of them at the release of
@@ -15,7 +15,7 @@ set -euo pipefail
 readonly KUBERNETES=1.37.2
 prefix=${1:-${MC_ENGINES:-/opt/minicluster-engines}}
 bin=$prefix/kubernetes-$KUBERNETES/bin
-wanted=(etcd kube-apiserver kube-controller-manager)
+wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 
 built() {
   local name
@@ -52,6 +52,7 @@ import (
 	_ "go.etcd.io/etcd/server/v3/etcdmain"
 	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler/app"
 )
 GO
 go mod tidy
@@ -59,6 +60,7 @@ go mod tidy
 echo "== building ${wanted[*]} (the first build takes minutes on two cores)"
 go build -trimpath -o "$bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 go build -trimpath -o "$bin/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+go build -trimpath -o "$bin/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
 go build -trimpath -o "$bin/etcd" go.etcd.io/etcd/server/v3
 built
 echo "the engines are built at $bin"

@@ -5,7 +5,6 @@ enforces (rbac.py). The same cluster state answers the tests' own client on 127.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import secrets
 import socket
@@ -16,9 +15,7 @@ from pathlib import Path
 
 from tests.kube_api.rbac import Account, Json
 from tests.kube_api.server import StandIn, _Server
-from tests.kubelet.network import PodNetwork, ip
-
-CLONE_NEWNET = 0x40000000
+from tests.kubelet.network import PodNetwork, ip, listening
 
 
 class InCluster:
@@ -34,7 +31,7 @@ class InCluster:
         tls.load_cert_chain(self.ca, directory / "key.pem")
         if network is not None:
             ip("addr", "add", f"{self.host}/16", "dev", "br0", namespace=network.switch)
-            listener = _listening(network.switch, self.host)
+            listener = listening(network.switch, self.host)
         else:
             listener = socket.create_server((self.host, 0))
         handler = type("InClusterHandler", (stand_in.handler,), {"in_cluster": True})
@@ -70,29 +67,3 @@ class InCluster:
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()
-
-
-def _listening(namespace: str, host: str) -> socket.socket:
-    """A socket listening in network namespace `namespace`: made by a thread that enters it (setns
-    changes the calling thread's namespace only), and which then ends."""
-    made: list[socket.socket | BaseException] = []
-
-    def make() -> None:
-        try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            with open(f"/run/netns/{namespace}") as netns:
-                if libc.setns(netns.fileno(), CLONE_NEWNET) != 0:
-                    raise OSError(ctypes.get_errno(), f"setns into {namespace}")
-            listener = socket.socket()
-            listener.bind((host, 0))
-            listener.listen(64)
-            made.append(listener)
-        except BaseException as error:
-            made.append(error)
-
-    thread = threading.Thread(target=make)
-    thread.start()
-    thread.join()
-    if isinstance(made[0], BaseException):
-        raise made[0]
-    return made[0]

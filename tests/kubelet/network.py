@@ -12,13 +12,16 @@ change, so that a lookup never reads it half-written.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import ipaddress
 import itertools
 import os
+import socket
 import subprocess
 import threading
 from pathlib import Path
 
+CLONE_NEWNET = 0x40000000
 PREFIX = "mck"
 """Every namespace this harness makes is named mck<kind>-<pid of the test process>-<n>."""
 SUBNET = ipaddress.ip_network("10.244.0.0/16")
@@ -61,6 +64,9 @@ class PodNetwork:
         self.gateway = str(next(self._addresses))  # .1: the bridge's own, once it is given it (serve_pods)
         self._veths = itertools.count()
         self._lock = threading.Lock()
+        self.routes: list[str] = []
+        """Addresses beyond the pod network that each pod reaches through the gateway (the API server's
+        Service address, node.py): they are the switch namespace's own, never the machine's."""
         self._publish()
         ip("netns", "add", self.switch)
         ip("link", "add", "br0", "type", "bridge", namespace=self.switch)
@@ -78,6 +84,8 @@ class PodNetwork:
             ip("addr", "add", f"{address}/{SUBNET.prefixlen}", "dev", "eth0", namespace=namespace)
             ip("link", "set", "eth0", "up", namespace=namespace)
             ip("link", "set", "lo", "up", namespace=namespace)
+            for route in self.routes:
+                ip("route", "add", route, "via", self.gateway, "dev", "eth0", namespace=namespace)
             self.records[pod] = (address, fqdn, hostname)
             self._publish()
         return namespace, address
@@ -104,3 +112,29 @@ class PodNetwork:
             self.detach(pod)
         with contextlib.suppress(subprocess.SubprocessError):
             subprocess.run(["ip", "netns", "delete", self.switch], capture_output=True, timeout=10)
+
+
+def listening(namespace: str, host: str, port: int = 0) -> socket.socket:
+    """A socket listening in network namespace `namespace`: made by a thread that enters it (setns
+    changes the calling thread's namespace only), and which then ends."""
+    made: list[socket.socket | BaseException] = []
+
+    def make() -> None:
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            with open(f"/run/netns/{namespace}") as netns:
+                if libc.setns(netns.fileno(), CLONE_NEWNET) != 0:
+                    raise OSError(ctypes.get_errno(), f"setns into {namespace}")
+            listener = socket.socket()
+            listener.bind((host, port))
+            listener.listen(64)
+            made.append(listener)
+        except BaseException as error:
+            made.append(error)
+
+    thread = threading.Thread(target=make)
+    thread.start()
+    thread.join()
+    if isinstance(made[0], BaseException):
+        raise made[0]
+    return made[0]

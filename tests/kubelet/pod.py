@@ -60,8 +60,12 @@ class Container:
         return self.process.poll() is None
 
     def signal(self, signum: int) -> None:
+        try:
+            pid = self.pid
+        except RuntimeError:  # it ended before its first process could be found: nothing left to signal
+            return
         with contextlib.suppress(ProcessLookupError):
-            os.kill(self.pid, signum)
+            os.kill(pid, signum)
 
     def wait(self, timeout: float = 60) -> int:
         """The container's exit code as Kubernetes reports it (128 + the signal, when one killed it)."""

@@ -27,6 +27,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from flux_minicluster.builders import manifests
 from flux_minicluster.builders.names import BROKER_CONTAINER
@@ -43,6 +44,17 @@ CONTAINER = Path(__file__).with_name("container.sh")
 FLUX = Path("/opt/flux/bin/flux")
 """Real flux-core, from ../shared/flux/install.sh."""
 INSTALL_FLUX = "../shared/flux/install.sh"
+
+
+class ApiReach(Protocol):
+    """How the pods reach an API server: its address in the pod network, and their account's files."""
+
+    host: str
+    port: int
+
+    def service_account(self, namespace: str, name: str, rules: list[Manifest]) -> Path: ...
+
+    def stop(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -62,7 +74,7 @@ class Kubelet:
 
     def __init__(self, tmp: Path, spec: MiniClusterSpec, cluster_domain: str = "cluster.local") -> None:
         self.tmp, self.spec, self.cluster_domain = tmp, spec, cluster_domain
-        self.api: InCluster | None = None
+        self.api: ApiReach | None = None
         tmp.mkdir(parents=True, exist_ok=True)
         self.certificate = certificate.generate(spec.rank0_host)
         self.objects = manifests.all_objects(spec, self.certificate.text(), auto_name)  # as pulumi up names them
@@ -84,8 +96,13 @@ class Kubelet:
         """From now on the pods reach `stand_in` as they reach the API server: its address in their
         environment, and their service account's token, CA and namespace mounted where Kubernetes
         mounts them (when the pod spec asks for a token), the token's rights being its Role's."""
-        self.api = InCluster(stand_in, self.tmp / "api", self.network)
-        return self.api
+        reached = InCluster(stand_in, self.tmp / "api", self.network)
+        self.api = reached
+        return reached
+
+    def reach_api(self, api: ApiReach) -> None:
+        """From now on the pods reach the API server `api` makes reachable (node.py: a real one)."""
+        self.api = api
 
     def _account_dir(self) -> Path:
         """The pods' service account as the kubelet mounts it: its token (from the API server, whose
@@ -142,14 +159,15 @@ class Kubelet:
             self.started_at = time.time()
         return pods
 
-    def start(self, index: int, env: dict[str, str] | None = None) -> Pod:
+    def start(self, index: int, env: dict[str, str] | None = None, name: str | None = None) -> Pod:
         """A new pod for `index` (a replacement, if one ran before: a new address under the same name).
-        `env` overrides the container's: only to shorten one of the scripts' waits for a test."""
-        return self._run(self._sandbox(index), env=env or {})
+        `env` overrides the container's: only to shorten one of the scripts' waits for a test. `name`:
+        the pod's, where an API server named it (node.py)."""
+        return self._run(self._sandbox(index, name), env=env or {})
 
-    def _sandbox(self, index: int) -> Sandbox:
+    def _sandbox(self, index: int, name: str | None = None) -> Sandbox:
         hostname = self.hostname(index)
-        name = f"{hostname}-{secrets.token_hex(3)}"
+        name = name or f"{hostname}-{secrets.token_hex(3)}"
         directory = self.tmp / "pods" / name
         directory.mkdir(parents=True)
         namespace, address = self.network.attach(name, hostname, self.fqdn(index))
