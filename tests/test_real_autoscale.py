@@ -132,3 +132,13 @@ def test_a_flux_job_finds_no_token_and_the_api_server_refuses_its_request(
         '"batch" in the namespace "default"'
     )
     assert cluster.api.jobs[("default", "dev")]["spec"].get("suspend") is not True
+
+
+def test_under_restricted_pod_security_the_autoscaler_reaches_its_broker_as_the_pods_user_and_grows_it(
+    minicluster: Make, api_server: StandIn
+) -> None:
+    cluster = autoscaled(minicluster, api_server, securityProfile="restricted")
+    assert cluster.rank0.container("autoscaler").exec("id", "-u").stdout.strip() == "1000"
+    cluster.submit("-N2", "true")
+    cluster.wait(lambda: cluster.size == 2 and cluster.ready(2), "the cluster to grow to 2")
+    assert cluster.events("Grew")

@@ -8,80 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client
 
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER
-from flux_minicluster.config.loader import load_spec
-from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
-from tests.kubelet.node import NODE_LABEL, Node
-from tests.kubelet.pod import Pod, wait_until
-from tests.kubelet.pods import Kubelet
-from tests.realengine.conftest import create
+from tests.kubelet.pod import wait_until
+from tests.realengine.on_node import OnNode
 from tests.test_real_autoscale import example
 
 pytestmark = pytest.mark.realflux
 
 
-class Cluster:
-    """The example's MiniCluster on the control plane, its pods on this machine."""
-
-    def __init__(self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path) -> None:
-        raw = config(**example(), namespace=namespace, pod={"nodeSelector": {NODE_LABEL: namespace}})
-        spec = load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev")
-        self.kubelet = Kubelet(tmp / "cluster", spec)
-        self.namespace, self.batch, self.core = namespace, client.BatchV1Api(admin), client.CoreV1Api(admin)
-        self.node = Node(self.kubelet, plane, admin, label=namespace)
-        for obj in self.kubelet.objects:
-            create(admin, obj)
-
-    @property
-    def size(self) -> int:
-        spec = self.batch.read_namespaced_job("dev", self.namespace).spec
-        assert spec is not None and spec.completions is not None
-        return spec.completions
-
-    def pods(self) -> list[Any]:
-        return list(self.core.list_namespaced_pod(self.namespace, label_selector="job-name=dev").items)
-
-    def running(self, ranks: int) -> bool:
-        """Whether the API server holds exactly `ranks` pods of the Job, each Ready (the kubelet says so)."""
-        pods = [pod for pod in self.pods() if pod.metadata.deletion_timestamp is None]
-        return len(pods) == ranks and all(ready(pod) for pod in pods)
-
-    def events(self, reason: str) -> list[str]:
-        about = f"involvedObject.name=dev,reason={reason}"
-        return [
-            str(event.message) for event in self.core.list_namespaced_event(self.namespace, field_selector=about).items
-        ]
-
-    @property
-    def rank0(self) -> Pod:
-        return self.kubelet.pod(0)
-
-    def close(self) -> None:
-        self.node.close()
-
-
-def ready(pod: Any) -> bool:
-    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
-
-
 @pytest.fixture
 def cluster(
     admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_flux: None
-) -> Iterator[Cluster]:
-    made = Cluster(admin, control_plane, namespace, tmp_path)
+) -> Iterator[OnNode]:
+    made = OnNode(admin, control_plane, namespace, tmp_path, **example())
     try:
         yield made
     finally:
         made.close()
 
 
-def test_the_example_grows_to_four_for_four_jobs_and_back_to_one_on_the_real_control_plane(cluster: Cluster) -> None:
+def test_the_example_grows_to_four_for_four_jobs_and_back_to_one_on_the_real_control_plane(cluster: OnNode) -> None:
     wait_until(lambda: cluster.running(1), "rank 0's pod to run and be ready", 60, poll=0.2)
     autoscaler = cluster.rank0.container(AUTOSCALER_CONTAINER)
     wait_until(lambda: "autoscaler: sizing the cluster to its queue" in autoscaler.log, "the autoscaler", 30)
