@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -75,3 +75,24 @@ def token_dir(api: client.ApiClient, directory: Path, namespace: str, account: s
     for file, text in {"token": token, "ca.crt": ca.read_text(), "namespace": namespace}.items():
         (directory / file).write_text(text)
     return directory
+
+
+@pytest.fixture
+def on_node(
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_flux: None
+) -> Iterator[Callable[..., Any]]:
+    """Makes the base config's MiniCluster with overrides on the control plane, its pods on real Flux
+    on this test's Node (on_node.py); closed after the test, whatever its outcome."""
+    from tests.realengine.on_node import OnNode
+
+    made: list[OnNode] = []
+
+    def make(**overrides: Any) -> OnNode:
+        made.append(OnNode(admin, control_plane, namespace, tmp_path, **overrides))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for cluster in made:
+            cluster.close()

@@ -6,14 +6,11 @@ its Role as the real RBAC authorizer enforces it, and the Job controller makes a
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
-from kubernetes import client
 
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER
-from tests.engines.control_plane import ControlPlane
 from tests.kubelet.pod import wait_until
 from tests.realengine.on_node import OnNode
 from tests.test_real_autoscale import example
@@ -22,14 +19,8 @@ pytestmark = pytest.mark.realflux
 
 
 @pytest.fixture
-def cluster(
-    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_flux: None
-) -> Iterator[OnNode]:
-    made = OnNode(admin, control_plane, namespace, tmp_path, **example())
-    try:
-        yield made
-    finally:
-        made.close()
+def cluster(on_node: Callable[..., OnNode]) -> OnNode:
+    return on_node(**example())
 
 
 def test_the_example_grows_to_four_for_four_jobs_and_back_to_one_on_the_real_control_plane(cluster: OnNode) -> None:

@@ -4,12 +4,10 @@ and the real Job controller marks the Job complete (what `pulumi up` awaits), it
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 import yaml
-from kubernetes import client
 
 from flux_minicluster.cluster import kube
 from flux_minicluster.cluster.waiting import Clock
@@ -28,14 +26,8 @@ def dev_stack() -> dict[str, object]:
 
 
 @pytest.fixture
-def cluster(
-    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_flux: None
-) -> Iterator[OnNode]:
-    made = OnNode(admin, control_plane, namespace, tmp_path, **dev_stack())
-    try:
-        yield made
-    finally:
-        made.close()
+def cluster(on_node: Callable[..., OnNode]) -> OnNode:
+    return on_node(**dev_stack())
 
 
 def test_the_dev_stacks_job_completes_with_every_hostname_in_rank_0s_log(cluster: OnNode) -> None:
