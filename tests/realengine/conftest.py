@@ -48,11 +48,14 @@ def admin(control_plane: ControlPlane) -> client.ApiClient:
 
 
 @pytest.fixture
-def namespace(admin: client.ApiClient) -> Iterator[str]:
-    """A namespace of the test's own, deleted after it."""
+def namespace(admin: client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of the test's own, deleted after it; with the marker `namespace_labels`, with those
+    labels (Pod Security's enforce level, say)."""
     name = f"t-{secrets.token_hex(4)}"
+    marker = request.node.get_closest_marker("namespace_labels")
+    labels = marker.args[0] if marker else None
     core = client.CoreV1Api(admin)
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=labels)))
     yield name
     core.delete_namespace(name)
 
