@@ -104,3 +104,11 @@ def test_pulumi_up_declares_the_policy_before_the_job_with_the_created_scale_con
     rules = plain(policy.inputs)["spec"]["matchConstraints"]["resourceRules"]
     assert rules[1]["resourceNames"] == [deployment.live_name("dev-scale")]
     assert {BROKER_CONTAINER} == {c["name"] for c in plain(job.inputs)["spec"]["template"]["spec"]["containers"]}
+
+
+def test_the_autoscaler_gets_no_secret_of_the_flux_container() -> None:
+    found = objects(restfulApi={"enabled": True, "secretName": "api"}, environment={"A": "b"})
+    autoscaler = {item["name"] for item in containers(found)[AUTOSCALER_CONTAINER]["env"]}
+    flux = {item["name"] for item in containers(found)[BROKER_CONTAINER]["env"]}
+    assert {"FLUX_TOKEN", "FLUX_SECRET_KEY", "A"} <= flux
+    assert not {"FLUX_USER", "FLUX_TOKEN", "FLUX_SECRET_KEY", "A"} & autoscaler

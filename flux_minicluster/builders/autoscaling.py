@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.builders.files import autoscaler_env, entrypoint_env
+from flux_minicluster.builders.files import autoscaler_env, script_env
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER, autoscaler_name, labels
 from flux_minicluster.config import paths
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -89,7 +89,7 @@ def container(spec: MiniClusterSpec, scale_config: Any) -> Manifest:
         "image": spec.image,
         "restartPolicy": "Always",
         "command": ["/bin/bash", f"{paths.RUN_CONFIG_DIR}/{paths.AUTOSCALER_ENTRY}"],
-        "env": entrypoint_env(spec) + autoscaler_env(spec, scale_config),
+        "env": script_env(spec) + autoscaler_env(spec, scale_config),  # no RESTful API credentials
         "volumeMounts": mounts,
     }
     if spec.image_pull_policy is not None:
