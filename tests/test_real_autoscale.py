@@ -24,7 +24,7 @@ Make = Callable[..., Kubelet]
 
 
 def autoscaled(minicluster: Make, api_server: StandIn, makes_pods: bool = True, **overrides: Any) -> Autoscaled:
-    kubelet = minicluster(command=None, size=1, maxSize=4, autoscale=AUTOSCALE, **overrides)
+    kubelet = minicluster(**{"command": None, "size": 1, "maxSize": 4, "autoscale": AUTOSCALE, **overrides})
     return Autoscaled(kubelet, api_server, makes_pods)
 
 
@@ -142,3 +142,17 @@ def test_under_restricted_pod_security_the_autoscaler_reaches_its_broker_as_the_
     cluster.submit("-N2", "true")
     cluster.wait(lambda: cluster.size == 2 and cluster.ready(2), "the cluster to grow to 2")
     assert cluster.events("Grew")
+
+
+@pytest.mark.parametrize("rank", [0, 1])
+def test_the_autoscaler_container_stops_at_once_when_kubernetes_stops_it(
+    minicluster: Make, api_server: StandIn, rank: int
+) -> None:
+    """Its first process handles SIGTERM and ends cleanly at once (before, rank 0's ended with 1): a first
+    process that ignored it would keep every pod's stop, rank 0's hand-over to its replacement
+    included, waiting out the grace period."""
+    cluster = autoscaled(minicluster, api_server, size=2)
+    autoscaler = cluster.kubelet.pod(rank).container("autoscaler")
+    sent = time.monotonic()
+    assert autoscaler.stop(grace=20) == 0
+    assert time.monotonic() - sent < 5

@@ -15,10 +15,15 @@ set -o pipefail
 source "${MC_RUN_CONFIG_DIR:?}/lib.sh"
 rank=${JOB_COMPLETION_INDEX:?}
 
+# This shell stays the container's first process, which the kernel gives only the signals it handles:
+# it takes Kubernetes' SIGTERM, stops the autoscaler, and ends with 0, at once.
+trap 'exit 0' TERM
 if [[ $rank != 0 ]]; then
-  trap 'exit 0' TERM
   while :; do pause 3600; done
 fi
 use_flux_view
 restore_view_software
-exec "$flux" python "$run_config/autoscaler.py" </dev/null
+"$flux" python "$run_config/autoscaler.py" </dev/null &
+autoscaler=$!
+trap 'kill "$autoscaler" 2>/dev/null; exit 0' TERM
+wait "$autoscaler"
