@@ -19,6 +19,7 @@ import select
 import socket
 import subprocess
 import threading
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -153,11 +154,13 @@ class Node:
     def _watch_pods(self) -> None:
         selector = f"spec.nodeName={self.name}"
         while not self.stopping.is_set():
-            with contextlib.suppress(Exception):  # a watch ended early: the next one lists anew
+            try:
                 for event in events(self.core.list_pod_for_all_namespaces, field_selector=selector):
                     if self.stopping.is_set():
                         return
                     self._on_pod(event["type"], event["object"])
+            except Exception:  # a watch that ended early (the next one lists anew), or a pod that failed
+                traceback.print_exc()  # to start: a test that then times out shows why
 
     def _on_pod(self, kind: str, pod: Any) -> None:
         """A pod bound here starts once; one being deleted (or gone) is stopped once."""
