@@ -112,3 +112,10 @@ def test_the_autoscaler_gets_no_secret_of_the_flux_container() -> None:
     flux = {item["name"] for item in containers(found)[BROKER_CONTAINER]["env"]}
     assert {"FLUX_TOKEN", "FLUX_SECRET_KEY", "A"} <= flux
     assert not {"FLUX_USER", "FLUX_TOKEN", "FLUX_SECRET_KEY", "A"} & autoscaler
+
+
+def test_the_autoscaler_mounts_the_flux_view_as_the_flux_container_does() -> None:
+    found = containers(objects(fluxView={"enabled": True}, securityProfile="restricted"))
+    view = [m for m in found[BROKER_CONTAINER]["volumeMounts"] if m["name"] == paths.FLUX_VIEW]
+    assert len(view) == 2  # the view, and its software where its links point
+    assert [m for m in found[AUTOSCALER_CONTAINER]["volumeMounts"] if m["name"] == paths.FLUX_VIEW] == view

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from flux_minicluster.builders import flux_view
 from flux_minicluster.builders.files import autoscaler_env, script_env
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER, autoscaler_name, labels
 from flux_minicluster.config import paths
@@ -78,12 +79,8 @@ def container(spec: MiniClusterSpec, scale_config: Any) -> Manifest:
         {"name": paths.SCALE_VOLUME, "mountPath": paths.SCALE_DIR, "readOnly": True},
         {"name": paths.STATE_VOLUME_OF_POD, "mountPath": paths.STATE_DIR},
         {"name": paths.AUTOSCALER_TOKEN_VOLUME, "mountPath": paths.SERVICE_ACCOUNT_DIR, "readOnly": True},
+        *flux_view.mounts(spec),
     ]
-    if spec.flux_view.enabled:
-        mounts.append({"name": paths.FLUX_VIEW, "mountPath": spec.flux_view.path})
-    if spec.flux_view.enabled and spec.restricted:
-        mounts.append({"name": paths.FLUX_VIEW, "mountPath": paths.VIEW_SOFTWARE, "subPath": "software",
-                       "readOnly": True})  # fmt: skip
     found: Manifest = {
         "name": AUTOSCALER_CONTAINER,
         "image": spec.image,

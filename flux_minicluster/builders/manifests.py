@@ -10,7 +10,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from flux_minicluster.builders import admission_policy, autoscaling, gang, monitoring, pod_security, pod_template
+from flux_minicluster.builders import (
+    admission_policy,
+    autoscaling,
+    flux_view,
+    gang,
+    monitoring,
+    pod_security,
+    pod_template,
+)
 from flux_minicluster.builders.files import (
     BROKER_CONFIG_KEY,
     CURVE_CERT_KEY,
@@ -242,8 +250,8 @@ def keygen_pod(spec: MiniClusterSpec) -> Manifest:
         if value:
             pod_spec[key] = value
     if spec.flux_view.enabled and spec.keygen_image is None:
-        view = pod_template.FLUX_VIEW
-        pod_spec["initContainers"] = [pod_template.flux_view_init_container(spec)]
+        view = flux_view.FLUX_VIEW
+        pod_spec["initContainers"] = [flux_view.init_container(spec)]
         pod_spec["volumes"].append({"name": view, "emptyDir": {}})
         container["volumeMounts"].append({"name": view, "mountPath": spec.flux_view.path})
         container["env"].append({"name": "MC_FLUX_VIEW", "value": spec.flux_view.path})

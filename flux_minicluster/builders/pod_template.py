@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.builders import autoscaling, gang, monitoring, pod_security
+from flux_minicluster.builders import autoscaling, flux_view, gang, monitoring, pod_security
 from flux_minicluster.builders.files import (
     SECRET_ENV_PREFIX,
     entrypoint_env,
@@ -20,17 +20,6 @@ from flux_minicluster.config.spec import MiniClusterSpec
 from flux_minicluster.config.volumes import StateVolume, Volume
 
 Manifest = dict[str, Any]
-FLUX_VIEW = paths.FLUX_VIEW
-# The flux-view images hold Flux as a spack view under /opt/views/._view/<hash>, linked into
-# MC_VIEW_SOFTWARE: copy both into the shared volume (the entrypoint puts them to use).
-FLUX_VIEW_SCRIPT = r"""set -eu
-view=$(ls -d /opt/views/._view/* | head -n 1)
-mkdir -p "$MC_FLUX_VIEW/view"
-cp -R "$view"/. "$MC_FLUX_VIEW/view/"
-if [ -d "$MC_VIEW_SOFTWARE" ]; then
-  mkdir -p "$MC_FLUX_VIEW/software" && cp -R "$MC_VIEW_SOFTWARE/." "$MC_FLUX_VIEW/software/"
-fi
-"""
 
 
 def broker_pod(
@@ -59,7 +48,7 @@ def broker_pod(
     # The flux view and the RESTful API are put in place first; sidecars are native sidecars (init
     # containers that keep running): they start before the broker and are stopped when it exits, so a
     # Job with a command completes.
-    init = [flux_view_init_container(spec)] if spec.flux_view.enabled else []
+    init = [flux_view.init_container(spec)] if spec.flux_view.enabled else []
     init += [restful_api_init_container(spec)] if spec.restful_api.enabled else []
     init += [sidecar(spec, index) for index in range(len(spec.containers))]
     if spec.autoscale.enabled:  # after the flux view: it runs Flux's Python
@@ -157,19 +146,6 @@ def container_settings(
     return {key: value for key, value in optional.items() if value}
 
 
-def flux_view_init_container(spec: MiniClusterSpec) -> Manifest:
-    return {
-        "name": FLUX_VIEW,
-        "image": spec.flux_view.image,
-        "command": ["/bin/sh", "-c", FLUX_VIEW_SCRIPT],
-        "env": [
-            {"name": "MC_FLUX_VIEW", "value": spec.flux_view.path},
-            {"name": "MC_VIEW_SOFTWARE", "value": paths.VIEW_SOFTWARE},
-        ],
-        "volumeMounts": [{"name": FLUX_VIEW, "mountPath": spec.flux_view.path}],
-    }
-
-
 def restful_api_init_container(spec: MiniClusterSpec) -> Manifest:
     """Installs the RESTful API before the broker starts (with the Flux image: it has python3)."""
     return {
@@ -193,10 +169,7 @@ def _own_mounts(spec: MiniClusterSpec) -> list[Manifest]:
         {"name": paths.SCALE_VOLUME, "mountPath": paths.SCALE_DIR, "readOnly": True},
         {"name": paths.STATE_VOLUME_OF_POD, "mountPath": paths.STATE_DIR},
     ]
-    if spec.flux_view.enabled:
-        mounts.append({"name": FLUX_VIEW, "mountPath": spec.flux_view.path})
-    if spec.flux_view.enabled and spec.restricted:  # a user who may not write there gets the view's software mounted
-        mounts.append({"name": FLUX_VIEW, "mountPath": paths.VIEW_SOFTWARE, "subPath": "software", "readOnly": True})
+    mounts += flux_view.mounts(spec)
     if spec.restful_api.enabled:
         mounts.append(_restful_api_mount())
     if spec.state_volume is not None:
@@ -229,7 +202,7 @@ def _volumes(
         {"name": paths.STATE_VOLUME_OF_POD, "emptyDir": {}},
     ]
     if spec.flux_view.enabled:
-        volumes.append({"name": FLUX_VIEW, "emptyDir": {}})
+        volumes.append({"name": paths.FLUX_VIEW, "emptyDir": {}})
     if spec.restful_api.enabled:
         volumes.append({"name": paths.RESTFUL_API, "emptyDir": {}})
     if spec.state_volume is not None:
