@@ -53,6 +53,19 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def token_dir(api: client.ApiClient, directory: Path, namespace: str, account: str, ca: Path) -> Path:
+    """What Kubernetes projects for a container of that account: a token from the TokenRequest API, the
+    cluster's CA and the namespace, readable by the pod's user whoever that is."""
+    request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
+    answer = client.CoreV1Api(api).create_namespaced_service_account_token(account, namespace, request)
+    assert answer.status is not None and answer.status.token is not None
+    directory.mkdir(parents=True, exist_ok=True)
+    for file, text in {"token": answer.status.token, "ca.crt": ca.read_text(), "namespace": namespace}.items():
+        (directory / file).write_text(text)
+        (directory / file).chmod(0o644)
+    return directory
+
+
 class ServiceRelay:
     """The API server at the `kubernetes` Service's address inside the pod network, and the service
     accounts' files from the TokenRequest API."""
@@ -95,20 +108,10 @@ class ServiceRelay:
                         return
 
     def service_account(self, namespace: str, name: str, rules: list[Manifest]) -> Path:
-        """A token of the account from the API server (whose RBAC judges it by the account's real roles:
-        `rules` are the stand-in's business), the cluster's CA, and the namespace."""
+        """The account's files from the API server, whose RBAC judges the token by the account's real
+        roles (`rules` are the stand-in's business)."""
         del rules
-        lifetime = client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600)
-        request = client.AuthenticationV1TokenRequest(spec=lifetime)
-        answer = client.CoreV1Api(self.admin).create_namespaced_service_account_token(name, namespace, request)
-        assert answer.status is not None and answer.status.token is not None
-        directory = self.directory / f"account-{namespace}-{name}"
-        directory.mkdir(parents=True, exist_ok=True)
-        for file, text in {"token": answer.status.token, "ca.crt": self.plane.ca.read_text(),
-                           "namespace": namespace}.items():  # fmt: skip
-            (directory / file).write_text(text)
-            (directory / file).chmod(0o644)
-        return directory
+        return token_dir(self.admin, self.directory / f"account-{namespace}-{name}", namespace, name, self.plane.ca)
 
     def stop(self) -> None:
         self.stopping.set()

@@ -97,7 +97,7 @@ class Kubelet:
         environment, and their service account's token, CA and namespace mounted where Kubernetes
         mounts them (when the pod spec asks for a token), the token's rights being its Role's."""
         reached = InCluster(stand_in, self.tmp / "api", self.network)
-        self.api = reached
+        self.reach_api(reached)
         return reached
 
     def reach_api(self, api: ApiReach) -> None:

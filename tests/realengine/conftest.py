@@ -67,19 +67,6 @@ def create(api: client.ApiClient, obj: dict[str, Any]) -> Any:
     return utils.create_from_dict(api, obj)  # type: ignore[no-untyped-call]
 
 
-def token_dir(api: client.ApiClient, directory: Path, namespace: str, account: str, ca: Path) -> Path:
-    """What Kubernetes projects for a container of that account: a token from the TokenRequest API,
-    the cluster's CA and the namespace."""
-    request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
-    answer = client.CoreV1Api(api).create_namespaced_service_account_token(account, namespace, request)
-    assert answer.status is not None and answer.status.token is not None
-    token = answer.status.token
-    directory.mkdir(parents=True, exist_ok=True)
-    for file, text in {"token": token, "ca.crt": ca.read_text(), "namespace": namespace}.items():
-        (directory / file).write_text(text)
-    return directory
-
-
 @pytest.fixture
 def on_node(
     admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_flux: None

@@ -19,8 +19,9 @@ from flux_minicluster.config.spec import MiniClusterSpec
 from tests.auto_names import auto_name
 from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
+from tests.kubelet.node import token_dir
 from tests.pod_modules import cluster_api
-from tests.realengine.conftest import create, token_dir
+from tests.realengine.conftest import create
 
 AUTOSCALED = {"command": None, "size": 1, "minSize": 1, "maxSize": 4,
               "autoscale": {"enabled": True, "admissionPolicy": True}}  # fmt: skip

@@ -118,7 +118,7 @@ def _policy_refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniC
     return f"an admission policy of namespace {spec.namespace!r} refuses {which}: {found.detail}"
 
 
-def _policy_problem(obj: manifests.Manifest, found: kube.ApiProblem) -> str | None:
+def _policy_problem(obj: manifests.Manifest, found: kube.ApiProblem) -> str:
     """autoscale.admissionPolicy on a cluster that cannot take it, or for a user who may not create it."""
     key = "minicluster:autoscale.admissionPolicy"
     if found.kind == "not-found":
