@@ -16,7 +16,6 @@ library only: it runs before the venv exists.
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import shutil
 import signal
@@ -28,11 +27,12 @@ import time
 import urllib.request
 from pathlib import Path
 
-ENGINES = Path(os.environ.get("MC_ENGINES", "/opt/minicluster-engines"))
-KUBERNETES = "1.37.2"
-"""The release tests/engines/install.sh builds (its KUBERNETES)."""
-BIN = ENGINES / f"kubernetes-{KUBERNETES}" / "bin"
-INSTALL = "tests/engines/install.sh"
+try:
+    from tests.engines.versions import INSTALL, KUBERNETES_BIN
+except ModuleNotFoundError:  # run as a script (.ci/run), where its own folder is on the path
+    from versions import INSTALL, KUBERNETES_BIN  # type: ignore[no-redef,import-not-found]
+
+BIN = KUBERNETES_BIN
 SERVICE_RANGE = "10.96.0.0/16"
 """The Services' virtual addresses: data in the API server only, never a destination of any packet here."""
 CONTROLLERS = "job-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller," \

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The real engines of the tests marked realengine, built from Go modules: etcd, kube-apiserver,
-# kube-controller-manager and kube-scheduler. Idempotent, like ../shared/flux/install.sh: a second
+# kube-controller-manager and kube-scheduler here, then the Pulumi CLI, its Python language host and
+# the Kubernetes resource plugin (pulumi.sh). Versions: versions.py. Idempotent, like ../shared/flux/install.sh: a second
 # run with the same pins finds the binaries and does nothing; the Go module and build caches are
 # kept, so a rebuild after a change of pin takes what changed only.
 #
@@ -12,8 +13,9 @@
 # Usage: tests/engines/install.sh [PREFIX]    (default: $MC_ENGINES, else /opt/minicluster-engines)
 set -euo pipefail
 
-readonly KUBERNETES=1.37.2
+here=$(cd "$(dirname "$0")" && pwd)
 prefix=${1:-${MC_ENGINES:-/opt/minicluster-engines}}
+eval "$(MC_ENGINES=$prefix python3 "$here/versions.py")"
 bin=$prefix/kubernetes-$KUBERNETES/bin
 wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 
@@ -24,7 +26,7 @@ built() {
 
 if built; then
   echo "the engines are built at $bin"
-  exit 0
+  exec bash "$here/pulumi.sh" "$prefix"
 fi
 command -v go >/dev/null || { echo "install.sh: Go is needed to build the engines" >&2 && exit 1; }
 
@@ -64,3 +66,4 @@ go build -trimpath -o "$bin/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
 go build -trimpath -o "$bin/etcd" go.etcd.io/etcd/server/v3
 built
 echo "the engines are built at $bin"
+exec bash "$here/pulumi.sh" "$prefix"

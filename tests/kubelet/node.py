@@ -13,6 +13,7 @@ the kubelet's sync does. Every thread, watch and Node ends with `close`.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import datetime
 import select
@@ -64,6 +65,25 @@ def token_dir(api: client.ApiClient, directory: Path, namespace: str, account: s
         (directory / file).write_text(text)
         (directory / file).chmod(0o644)
     return directory
+
+
+def live_objects(api: client.ApiClient, namespace: str, job: str) -> list[Manifest]:
+    """The Job `job` and the ConfigMaps and Secrets of its namespace as the API server holds them, as
+    manifests (the Secrets' data decoded, as the kubelet writes their files)."""
+    core = client.CoreV1Api(api)
+    found: list[Any] = [client.BatchV1Api(api).read_namespaced_job(job, namespace)]
+    found += core.list_namespaced_config_map(namespace).items
+    manifests = [as_manifest(api, obj) | {"kind": type(obj).__name__.removeprefix("V1")} for obj in found]
+    secret: Any
+    for secret in core.list_namespaced_secret(namespace).items:
+        data = {key: base64.b64decode(value).decode() for key, value in (secret.data or {}).items()}
+        manifests.append({"kind": "Secret", "metadata": {"name": secret.metadata.name}, "stringData": data})
+    return manifests
+
+
+def as_manifest(api: client.ApiClient, obj: Any) -> Manifest:
+    manifest: Manifest = api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
+    return manifest
 
 
 class ServiceRelay:
@@ -179,6 +199,8 @@ class Node:
         threading.Thread(target=self._stop, args=(pod, running, 30 if grace is None else grace), daemon=True).start()
 
     def _start(self, pod: Any) -> Pod:
+        if not self.kubelet.objects:  # under a real `pulumi up`: what it created, now that the Job is there
+            self.kubelet.load(live_objects(self.admin, pod.metadata.namespace, pod.metadata.labels["job-name"]))
         index = int(pod.metadata.labels[INDEX_LABEL])
         started = self.kubelet.start(index, name=pod.metadata.name)
         address = self.kubelet.network.records[pod.metadata.name][0]
@@ -238,8 +260,8 @@ class Node:
         while not self.stopping.is_set():
             with contextlib.suppress(Exception):
                 for event in events(self.core.list_namespaced_config_map, namespace):
-                    config_map = event["object"]
-                    known = ("ConfigMap", config_map.metadata.name) in self.kubelet.volumes.objects
+                    config_map, loaded = event["object"], self.kubelet.objects
+                    known = loaded and ("ConfigMap", config_map.metadata.name) in self.kubelet.volumes.objects
                     if known and event["type"] == "MODIFIED":
                         self.kubelet.update("ConfigMap", config_map.metadata.name, config_map.data or {})
 

@@ -72,12 +72,28 @@ class Sandbox:
 class Kubelet:
     """The pods of one MiniCluster's Job on this machine."""
 
-    def __init__(self, tmp: Path, spec: MiniClusterSpec, cluster_domain: str = "cluster.local") -> None:
+    def __init__(
+        self, tmp: Path, spec: MiniClusterSpec, cluster_domain: str = "cluster.local",
+        objects: list[Manifest] | None = None,
+    ) -> None:  # fmt: skip
+        """`objects`: the MiniCluster's objects; by default the builders' own, named as pulumi up names
+        them, with a new certificate. `[]`: none yet, until `load` (node.py, for a real `pulumi up`,
+        loads what the API server holds once the Job's first pod is bound)."""
         self.tmp, self.spec, self.cluster_domain = tmp, spec, cluster_domain
         self.api: ApiReach | None = None
         tmp.mkdir(parents=True, exist_ok=True)
-        self.certificate = certificate.generate(spec.rank0_host)
-        self.objects = manifests.all_objects(spec, self.certificate.text(), auto_name)  # as pulumi up names them
+        self.network = PodNetwork(tmp / "dns")
+        self.pods: list[Pod] = []
+        self.started_at = 0.0
+        self.objects: list[Manifest] = []
+        if objects is None:
+            objects = manifests.all_objects(spec, certificate.generate(spec.rank0_host).text(), auto_name)
+        if objects:
+            self.load(objects)
+
+    def load(self, objects: list[Manifest]) -> None:
+        """The Job whose pods this kubelet runs, and the ConfigMaps and Secrets they mount."""
+        self.objects = objects
         self.job = next(obj for obj in self.objects if obj["kind"] == "Job")
         self.pod_spec: Manifest = self.job["spec"]["template"]["spec"]
         self.container: Manifest = next(c for c in self.pod_spec["containers"] if c["name"] == BROKER_CONTAINER)
@@ -87,10 +103,7 @@ class Kubelet:
         if "runAsUser" in identity:
             group = identity.get("runAsGroup", 0)
             self.user = (identity["runAsUser"], group, identity.get("fsGroup", group))
-        self.volumes = Volumes(tmp / "cluster", self.objects, identity.get("fsGroup"))
-        self.network = PodNetwork(tmp / "dns")
-        self.pods: list[Pod] = []
-        self.started_at = 0.0
+        self.volumes = Volumes(self.tmp / "cluster", self.objects, identity.get("fsGroup"))
 
     def reach(self, stand_in: StandIn) -> InCluster:
         """From now on the pods reach `stand_in` as they reach the API server: its address in their
@@ -137,7 +150,7 @@ class Kubelet:
 
     @property
     def namespace(self) -> str:
-        return str(self.job["metadata"]["namespace"])
+        return self.spec.namespace
 
     def hostname(self, index: int) -> str:
         return f"{self.job['metadata']['name']}-{index}"

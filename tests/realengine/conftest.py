@@ -86,3 +86,30 @@ def on_node(
     finally:
         for cluster in made:
             cluster.close()
+
+
+@pytest.fixture
+def stack_on_node(
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_flux: None
+) -> Iterator[Callable[..., Any]]:
+    """Makes a stack of this project under the real Pulumi engine (pulumi_stack.py), in this test's
+    namespace, its pods on real Flux on this test's Node; the Node closed after the test, whatever its
+    outcome (the namespace's deletion takes whatever a failed test left)."""
+    from tests.realengine.pulumi_stack import StackOnNode, missing
+
+    why = missing()
+    if why is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"CI runs every real-engine test: {why}")
+        pytest.skip(why)
+    made: list[StackOnNode] = []
+
+    def make(name: str, **config: Any) -> StackOnNode:
+        made.append(StackOnNode(admin, control_plane, namespace, tmp_path / name, name, config))
+        return made[-1]
+
+    try:
+        yield make
+    finally:
+        for stack in made:
+            stack.close()

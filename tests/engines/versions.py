@@ -1,0 +1,60 @@
+"""The real engines' versions and where they are built: the one place install.sh, pulumi.sh, the
+control plane and the tests take them from. Standard library only: it runs before the venv exists.
+
+`python3 tests/engines/versions.py` prints them as shell assignments, for the install scripts to eval.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINES = Path(os.environ.get("MC_ENGINES", "/opt/minicluster-engines"))
+"""Where the engines are built (install.sh's PREFIX)."""
+
+KUBERNETES = "1.37.2"
+"""kube-apiserver, kube-controller-manager and kube-scheduler (etcd: the release Kubernetes requires)."""
+
+PULUMI = "3.274.1"
+"""The Pulumi CLI (github.com/pulumi/pulumi/pkg/v3): at least the SDK's version in constraints.txt."""
+
+PULUMI_PYTHON_HOST = "3.79.0"
+"""The Python language host, pulumi-language-python. Its own module (sdk/python/cmd/...) is not served
+by the Go module proxy at any version; until 3.79.0 it was a package of github.com/pulumi/pulumi/sdk/v3,
+which is. It only starts pulumi-language-python-exec, which comes from the SDK of PULUMI."""
+
+
+def _pinned(package: str) -> str:
+    pin = re.search(rf"^{package}==(\S+)$", (ROOT / "constraints.txt").read_text(), re.MULTILINE)
+    if pin is None:
+        raise SystemExit(f"constraints.txt pins no {package}")
+    return pin.group(1)
+
+
+PULUMI_KUBERNETES = _pinned("pulumi_kubernetes")
+"""The Kubernetes resource plugin: the release of the Python SDK the project pins, as Pulumi requires."""
+
+PROVIDER_MODULES = {"4.25.0": "v4.0.0-20260115033456-f47bc2d6f199"}
+"""github.com/pulumi/pulumi-kubernetes/provider/v4 has no versions of its own, only the commits of the
+releases (their tags name the repository, not the provider's folder); the proxy serves this one, the
+commit of v4.25.0."""
+
+KUBERNETES_BIN = ENGINES / f"kubernetes-{KUBERNETES}" / "bin"
+PULUMI_BIN = ENGINES / f"pulumi-{PULUMI}" / "bin"
+PROVIDER_BIN = ENGINES / f"pulumi-kubernetes-{PULUMI_KUBERNETES}" / "bin"
+INSTALL = "tests/engines/install.sh"
+
+
+def shell() -> str:
+    values = {
+        "KUBERNETES": KUBERNETES, "PULUMI": PULUMI, "PULUMI_PYTHON_HOST": PULUMI_PYTHON_HOST,
+        "PULUMI_KUBERNETES": PULUMI_KUBERNETES, "PROVIDER_MODULE": PROVIDER_MODULES.get(PULUMI_KUBERNETES, ""),
+    }  # fmt: skip
+    return "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items())
+
+
+if __name__ == "__main__":
+    print(shell(), end="")

@@ -1,0 +1,160 @@
+"""A stack of this project under the real Pulumi engine (tests/engines/pulumi.sh built it): the CLI,
+the Python language host and the Kubernetes resource plugin, against the real control plane.
+
+The project is this checkout's, seen from a folder of the test's own: Pulumi.yaml, __main__.py and the
+package are links to it, the stack's config file and the state (a local file backend, its secrets
+under a passphrase) are the test's. The CLI finds its plugins on PATH and downloads nothing; the
+program and its dynamic providers run on the venv's Python (the language host of versions.py takes
+the interpreter from PATH, not from Pulumi.yaml's virtualenv option, which it predates).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+
+from flux_minicluster.config.loader import load_spec
+from tests.engines.control_plane import ControlPlane
+from tests.engines.versions import INSTALL, PROVIDER_BIN, PULUMI_BIN
+from tests.harness import ROOT
+from tests.kubelet.node import NODE_LABEL, Node
+from tests.kubelet.pods import Kubelet
+
+PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "flux_minicluster", "requirements.txt")
+UP_TIMEOUT = 300
+"""Seconds any one command may take: a `pulumi up` that hangs fails its test instead of CI."""
+
+
+def missing() -> str | None:
+    """Why the Pulumi engine cannot run here, if it cannot."""
+    wanted = [PULUMI_BIN / "pulumi", PULUMI_BIN / "pulumi-language-python", PROVIDER_BIN / "pulumi-resource-kubernetes"]
+    absent = [str(path) for path in wanted if not path.exists()]
+    return f"the real Pulumi engine is not built ({', '.join(absent)}): run {INSTALL}" if absent else None
+
+
+class Stack:
+    """Stack `name` of the project, with the config `config` (keys without `minicluster:`; `kubernetes`
+    keys as they are), deployed to the cluster of `plane`."""
+
+    def __init__(self, plane: ControlPlane, directory: Path, name: str, config: dict[str, Any]) -> None:
+        self.name, self.directory = name, directory
+        self.project = directory / "project"
+        self.state = directory / "state"
+        for folder in (self.project, self.state, directory / "home"):
+            folder.mkdir(parents=True, exist_ok=True)
+        for file in PROJECT_FILES:
+            (self.project / file).symlink_to(ROOT / file)
+        (self.project / "venv").symlink_to(Path(sys.prefix))
+        self.passphrase = secrets.token_urlsafe(16)
+        self.env = {
+            **os.environ,
+            "PATH": os.pathsep.join([str(Path(sys.prefix) / "bin"), str(PULUMI_BIN), str(PROVIDER_BIN),
+                                     os.environ.get("PATH", "")]),
+            "PULUMI_HOME": str(directory / "home"), "PULUMI_BACKEND_URL": f"file://{self.state}",
+            "PULUMI_CONFIG_PASSPHRASE": self.passphrase, "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true", "KUBECONFIG": str(plane.kubeconfig),
+        }  # fmt: skip
+        self.pulumi("stack", "init", name, stack=False)
+        self.configure(config)
+
+    def configure(self, config: dict[str, Any]) -> None:
+        """The stack file, as a user writes it (with the passphrase's salt Pulumi put there)."""
+        file = self.project / f"Pulumi.{self.name}.yaml"
+        kept = yaml.safe_load(file.read_text()) if file.exists() else {}
+        keys = {key if ":" in key else f"minicluster:{key}": value for key, value in config.items()}
+        file.write_text(yaml.safe_dump({**(kept or {}), "config": keys}))
+
+    def set_secret(self, key: str, value: str) -> None:
+        self.pulumi("config", "set", "--secret", key, value)
+
+    def pulumi(self, *args: str, stack: bool = True, check: bool = True) -> subprocess.CompletedProcess[str]:
+        argv = ["pulumi", *args, *(["--stack", self.name] if stack else []), "--non-interactive"]
+        done = subprocess.run(
+            argv, cwd=self.project, env=self.env, capture_output=True, text=True, timeout=UP_TIMEOUT, check=False
+        )
+        if check and done.returncode != 0:
+            raise AssertionError(f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+        return done
+
+    def up(self, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("up", "--yes", "--skip-preview", check=check)
+
+    def preview(self) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("preview", "--diff")
+
+    def destroy(self) -> subprocess.CompletedProcess[str]:
+        return self.pulumi("destroy", "--yes", "--skip-preview")
+
+    def outputs(self) -> dict[str, Any]:
+        """The stack's outputs, secrets as Pulumi shows them to whoever asks without --show-secrets."""
+        found: dict[str, Any] = json.loads(self.pulumi("stack", "output", "--json").stdout)
+        return found
+
+    def state_text(self) -> str:
+        """Every file of the backend, as one text: what anyone who can read the state's folder sees."""
+        return "\n".join(path.read_text(errors="replace") for path in self.state.rglob("*") if path.is_file())
+
+    def resource_types(self) -> list[str]:
+        """The types of the resources the state holds, as `pulumi stack export` tells them."""
+        exported = json.loads(self.pulumi("stack", "export").stdout)
+        return [resource["type"] for resource in exported["deployment"].get("resources") or []]
+
+
+class StackOnNode:
+    """A stack whose MiniCluster's pods run on a Node of the test's own (tests/kubelet/node.py) with real
+    Flux: the config's pods select it. The Node is there before `pulumi up` (the program's admission
+    check reads the nodes), and runs the objects Pulumi created once the Job's first pod is bound."""
+
+    def __init__(
+        self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, name: str, config: dict[str, Any]
+    ) -> None:
+        pod = {**config.pop("pod", {}), "nodeSelector": {NODE_LABEL: namespace}}
+        config = {**config, "namespace": namespace, "pod": pod}
+        spec = load_spec({f"minicluster:{key}": value for key, value in config.items()}, name)
+        self.kubelet = Kubelet(tmp / "cluster", spec, objects=[])
+        self.node = Node(self.kubelet, plane, admin, label=namespace)
+        self.stack = Stack(plane, tmp / "stack", name, config)
+        self.namespace, self.admin = namespace, admin
+
+    def job(self) -> Any:
+        return client.BatchV1Api(self.admin).read_namespaced_job(self.kubelet.spec.name, self.namespace)
+
+    def condition(self, kind: str) -> str | None:
+        """The Job's condition `kind` (Complete, Failed...) as the Job controller set it."""
+        status = self.job().status
+        found = [c.status for c in (status.conditions or []) if c.type == kind] if status else []
+        return found[0] if found else None
+
+    def left(self) -> dict[str, list[str]]:
+        """What is left in the namespace, kind by kind, besides what Kubernetes puts in every namespace."""
+        core, batch, rbac = (
+            client.CoreV1Api(self.admin),
+            client.BatchV1Api(self.admin),
+            client.RbacAuthorizationV1Api(self.admin),
+        )
+        listings: dict[str, Any] = {
+            "jobs": batch.list_namespaced_job, "pods": core.list_namespaced_pod,
+            "configmaps": core.list_namespaced_config_map, "secrets": core.list_namespaced_secret,
+            "services": core.list_namespaced_service, "serviceaccounts": core.list_namespaced_service_account,
+            "roles": rbac.list_namespaced_role, "rolebindings": rbac.list_namespaced_role_binding,
+        }  # fmt: skip
+        everywhere = {"kube-root-ca.crt", "default"}
+        found = {
+            kind: [obj.metadata.name for obj in listing(self.namespace).items] for kind, listing in listings.items()
+        }
+        return {
+            kind: [name for name in names if name not in everywhere]
+            for kind, names in found.items()
+            if set(names) - everywhere
+        }
+
+    def close(self) -> None:
+        self.node.close()

@@ -1,0 +1,58 @@
+"""The dev stack under the real Pulumi engine: `pulumi up` creates the MiniCluster on the real control
+plane and returns once the real Job controller has marked the Job complete (its four brokers ran on
+real Flux); the outputs name what was created; `pulumi destroy` leaves nothing behind."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from tests.harness import ROOT
+from tests.realengine.pulumi_stack import StackOnNode
+
+pytestmark = pytest.mark.realflux
+
+
+def dev_stack() -> dict[str, Any]:
+    raw = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
+    return {key.removeprefix("minicluster:"): value for key, value in raw.items()}
+
+
+@pytest.fixture
+def dev(stack_on_node: Callable[..., StackOnNode]) -> StackOnNode:
+    return stack_on_node("dev", **dev_stack(), keygen="local")
+
+
+def test_pulumi_up_returns_once_the_dev_stacks_job_completed(dev: StackOnNode) -> None:
+    dev.stack.up()
+    assert dev.condition("Complete") == "True"
+    hostnames = [line for line in dev.kubelet.pod(0).log.splitlines() if line.startswith("dev-")]
+    assert sorted(hostnames) == ["dev-0", "dev-1", "dev-2", "dev-3"]
+
+
+def test_the_outputs_name_what_pulumi_up_created(dev: StackOnNode) -> None:
+    dev.stack.up()
+    outputs = dev.stack.outputs()
+    assert (outputs["jobName"], outputs["namespace"], outputs["size"]) == (dev.job().metadata.name, dev.namespace, 4)
+    service: Any = client.CoreV1Api(dev.admin).read_namespaced_service(outputs["serviceName"], dev.namespace)
+    assert service.spec.cluster_ip == "None"  # the headless Service the pods' hostnames live under
+    assert outputs["rank0Hostname"] == dev.kubelet.hostname(0)  # Flux's name of rank 0, the pod's hostname
+    # logsCommand selects rank 0's pod, and its Flux container
+    words = outputs["logsCommand"].split()
+    assert words[:3] == ["kubectl", "logs", "-f"] and words[words.index("-c") + 1] == "flux"
+    selected: Any = client.CoreV1Api(dev.admin).list_namespaced_pod(
+        dev.namespace, label_selector=words[words.index("-l") + 1]
+    )
+    assert [pod.metadata.name for pod in selected.items] == [dev.kubelet.pod(0).name]
+
+
+def test_pulumi_destroy_leaves_nothing_in_the_namespace_or_the_state(dev: StackOnNode) -> None:
+    dev.stack.up()
+    assert dev.left()["jobs"] == ["dev"]
+    dev.stack.destroy()
+    assert dev.left() == {}
+    assert dev.stack.resource_types() == []
