@@ -19,22 +19,20 @@ from tests.kubelet.pods import Kubelet
 from tests.realengine.conftest import create
 
 
-class OnNode:
-    """The base config with `overrides`, as stack `dev`, in `namespace`; its pods select this test's Node."""
+class NodeCluster:
+    """A MiniCluster whose pods run on this test's Node: what the API server and its pods say of it."""
 
-    def __init__(
-        self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, **overrides: Any
-    ) -> None:
-        raw = config(**overrides, namespace=namespace, pod={"nodeSelector": {NODE_LABEL: namespace}})
-        spec = load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev")
-        self.kubelet = Kubelet(tmp / "cluster", spec)
-        self.namespace, self.batch, self.core = namespace, client.BatchV1Api(admin), client.CoreV1Api(admin)
-        self.node = Node(self.kubelet, plane, admin, label=namespace)
-        for obj in self.kubelet.objects:
-            create(admin, obj)
+    kubelet: Kubelet
+    node: Node
+    namespace: str
+    admin: client.ApiClient
+
+    @property
+    def name(self) -> str:
+        return self.kubelet.spec.name
 
     def job(self) -> Any:
-        return self.batch.read_namespaced_job(self.kubelet.spec.name, self.namespace)
+        return client.BatchV1Api(self.admin).read_namespaced_job(self.name, self.namespace)
 
     @property
     def size(self) -> int:
@@ -43,7 +41,8 @@ class OnNode:
         return int(spec.completions)
 
     def pods(self) -> list[Any]:
-        return list(self.core.list_namespaced_pod(self.namespace, label_selector="job-name=dev").items)
+        core = client.CoreV1Api(self.admin)
+        return list(core.list_namespaced_pod(self.namespace, label_selector=f"job-name={self.name}").items)
 
     def running(self, ranks: int) -> bool:
         """Whether the API server holds exactly `ranks` pods of the Job, each Ready (the kubelet says so)."""
@@ -51,10 +50,9 @@ class OnNode:
         return len(pods) == ranks and all(ready(pod) for pod in pods)
 
     def events(self, reason: str) -> list[str]:
-        about = f"involvedObject.name=dev,reason={reason}"
-        return [
-            str(event.message) for event in self.core.list_namespaced_event(self.namespace, field_selector=about).items
-        ]
+        about = f"involvedObject.name={self.name},reason={reason}"
+        found = client.CoreV1Api(self.admin).list_namespaced_event(self.namespace, field_selector=about).items
+        return [str(event.message) for event in found]
 
     def condition(self, kind: str) -> str | None:
         """The Job's condition `kind` (Complete, Failed, SuccessCriteriaMet...) as the Job controller set it."""
@@ -68,6 +66,21 @@ class OnNode:
 
     def close(self) -> None:
         self.node.close()
+
+
+class OnNode(NodeCluster):
+    """The base config with `overrides`, as stack `dev`, in `namespace`, created as render.py makes it."""
+
+    def __init__(
+        self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, **overrides: Any
+    ) -> None:
+        raw = config(**overrides, namespace=namespace, pod={"nodeSelector": {NODE_LABEL: namespace}})
+        spec = load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev")
+        self.kubelet = Kubelet(tmp / "cluster", spec)
+        self.namespace, self.admin = namespace, admin
+        self.node = Node(self.kubelet, plane, admin, label=namespace)
+        for obj in self.kubelet.objects:
+            create(admin, obj)
 
 
 def ready(pod: Any) -> bool:

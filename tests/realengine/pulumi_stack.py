@@ -27,6 +27,7 @@ from tests.engines.versions import INSTALL, PROVIDER_BIN, PULUMI_BIN
 from tests.harness import ROOT
 from tests.kubelet.node import NODE_LABEL, Node
 from tests.kubelet.pods import Kubelet
+from tests.realengine.on_node import NodeCluster
 
 PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "flux_minicluster", "requirements.txt")
 UP_TIMEOUT = 300
@@ -66,10 +67,13 @@ class Stack:
         self.configure(config)
 
     def configure(self, config: dict[str, Any]) -> None:
-        """The stack file, as a user writes it (with the passphrase's salt Pulumi put there)."""
+        """The stack file, as a user writes it (with the passphrase's salt Pulumi put there): a key set
+        to None is left out (Pulumi reads a key without a value as "")."""
         file = self.project / f"Pulumi.{self.name}.yaml"
         kept = yaml.safe_load(file.read_text()) if file.exists() else {}
-        keys = {key if ":" in key else f"minicluster:{key}": value for key, value in config.items()}
+        keys = {
+            key if ":" in key else f"minicluster:{key}": value for key, value in config.items() if value is not None
+        }
         file.write_text(yaml.safe_dump({**(kept or {}), "config": keys}))
 
     def set_secret(self, key: str, value: str) -> None:
@@ -108,7 +112,7 @@ class Stack:
         return [resource["type"] for resource in exported["deployment"].get("resources") or []]
 
 
-class StackOnNode:
+class StackOnNode(NodeCluster):
     """A stack whose MiniCluster's pods run on a Node of the test's own (tests/kubelet/node.py) with real
     Flux: the config's pods select it. The Node is there before `pulumi up` (the program's admission
     check reads the nodes), and runs the objects Pulumi created once the Job's first pod is bound."""
@@ -120,18 +124,9 @@ class StackOnNode:
         config = {**config, "namespace": namespace, "pod": pod}
         spec = load_spec({f"minicluster:{key}": value for key, value in config.items()}, name)
         self.kubelet = Kubelet(tmp / "cluster", spec, objects=[])
+        self.namespace, self.admin = namespace, admin
         self.node = Node(self.kubelet, plane, admin, label=namespace)
         self.stack = Stack(plane, tmp / "stack", name, config)
-        self.namespace, self.admin = namespace, admin
-
-    def job(self) -> Any:
-        return client.BatchV1Api(self.admin).read_namespaced_job(self.kubelet.spec.name, self.namespace)
-
-    def condition(self, kind: str) -> str | None:
-        """The Job's condition `kind` (Complete, Failed...) as the Job controller set it."""
-        status = self.job().status
-        found = [c.status for c in (status.conditions or []) if c.type == kind] if status else []
-        return found[0] if found else None
 
     def left(self) -> dict[str, list[str]]:
         """What is left in the namespace, kind by kind, besides what Kubernetes puts in every namespace."""
@@ -155,6 +150,3 @@ class StackOnNode:
             for kind, names in found.items()
             if set(names) - everywhere
         }
-
-    def close(self) -> None:
-        self.node.close()

@@ -1,8 +1,8 @@
-"""The autoscale example end to end on the real engines: its objects as render.py makes them, the
-Secrets and ConfigMaps named as pulumi-kubernetes names them, in a real API server; the real Job
-controller and scheduler; the Job's pods on real Flux (the test kubelet as a Node, tests/kubelet/node.py).
-Rank 0's autoscaler patches the Job and scale ConfigMap by the names they were created with, within
-its Role as the real RBAC authorizer enforces it, and the Job controller makes and removes the pods."""
+"""The autoscale example end to end on the real engines: a real `pulumi up` of its stack creates it on a
+real API server (the Secrets and ConfigMaps named by the engine); the real Job controller and
+scheduler; the Job's pods on real Flux (the test kubelet as a Node, tests/kubelet/node.py). Rank 0's
+autoscaler patches the Job and scale ConfigMap by the names the engine gave them, within its Role as
+the real RBAC authorizer enforces it, and the Job controller makes and removes the pods."""
 
 from __future__ import annotations
 
@@ -12,19 +12,21 @@ import pytest
 
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER
 from tests.kubelet.pod import wait_until
-from tests.realengine.on_node import OnNode
+from tests.realengine.pulumi_stack import StackOnNode
 from tests.test_real_autoscale import example
 
 pytestmark = pytest.mark.realflux
 
 
 @pytest.fixture
-def cluster(on_node: Callable[..., OnNode]) -> OnNode:
-    return on_node(**example())
+def cluster(stack_on_node: Callable[..., StackOnNode]) -> StackOnNode:
+    cluster = stack_on_node("autoscale", **example(), keygen="local")
+    cluster.stack.up()  # a persistent instance: it returns once Flux is up
+    return cluster
 
 
-def test_the_example_grows_to_four_for_four_jobs_and_back_to_one_on_the_real_control_plane(cluster: OnNode) -> None:
-    wait_until(lambda: cluster.running(1), "rank 0's pod to run and be ready", 60, poll=0.2)
+def test_the_example_grows_to_four_for_four_jobs_and_back_to_one_under_a_real_pulumi_up(cluster: StackOnNode) -> None:
+    assert cluster.running(1)
     autoscaler = cluster.rank0.container(AUTOSCALER_CONTAINER)
     wait_until(lambda: "autoscaler: sizing the cluster to its queue" in autoscaler.log, "the autoscaler", 30)
     jobs = cluster.rank0.flux("submit", "--cc=1-4", "-N1", "sleep", "3").split()
@@ -36,3 +38,5 @@ def test_the_example_grows_to_four_for_four_jobs_and_back_to_one_on_the_real_con
     assert cluster.events("Shrank") == ["shrank from 4 to 1 brokers: no job waits, and ranks 1-3 have been idle for 3s"]
     wait_until(lambda: cluster.size == 1 and len(cluster.pods()) == 1, "the Job controller to remove ranks 1-3", 60)
     assert "403" not in autoscaler.log and "404" not in autoscaler.log, autoscaler.log
+    cluster.stack.destroy()
+    assert cluster.left() == {}
