@@ -41,9 +41,10 @@ def test_the_outputs_name_what_pulumi_up_created(dev: StackOnNode) -> None:
     service: Any = client.CoreV1Api(dev.admin).read_namespaced_service(outputs["serviceName"], dev.namespace)
     assert service.spec.cluster_ip == "None"  # the headless Service the pods' hostnames live under
     assert outputs["rank0Hostname"] == dev.kubelet.hostname(0)  # Flux's name of rank 0, the pod's hostname
-    # logsCommand selects rank 0's pod, and its Flux container
+    # logsCommand selects rank 0's pod, and its container (the Flux broker's, the only one)
     words = outputs["logsCommand"].split()
-    assert words[:3] == ["kubectl", "logs", "-f"] and words[words.index("-c") + 1] == "flux"
+    (container,) = dev.job().spec.template.spec.containers
+    assert words[:3] == ["kubectl", "logs", "-f"] and words[words.index("-c") + 1] == container.name
     selected: Any = client.CoreV1Api(dev.admin).list_namespaced_pod(
         dev.namespace, label_selector=words[words.index("-l") + 1]
     )
