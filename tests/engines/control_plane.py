@@ -141,6 +141,8 @@ class ControlPlane:
             f"--service-account-key-file={d / 'service-accounts.key'}",
             f"--service-account-signing-key-file={d / 'service-accounts.key'}",
             "--profiling=false", "--v=1",
+            # Logs and exec reach a kubelet at its Node's address: the test kubelet's is loopback.
+            "--kubelet-preferred-address-types=InternalIP",
         )  # fmt: skip
         self._wait_ready()
 

@@ -24,11 +24,17 @@ built() {
   for name in "${wanted[@]}"; do [[ -x $bin/$name ]] || return 1; done
 }
 
+command -v go >/dev/null || { echo "install.sh: Go is needed to build the engines" >&2 && exit 1; }
+
+# The test kubelet's logs and exec server is the project's own code: built every time (the build
+# cache makes that a second when it has not changed).
+echo "== the test kubelet's streaming server (tests/kubelet/streaming)"
+(cd "$here/../kubelet/streaming" && GOFLAGS=-mod=mod CGO_ENABLED=0 go build -trimpath -o "$prefix/kubelet-streaming/bin/kubelet-streaming" .)
+
 if built; then
   echo "the engines are built at $bin"
   exec bash "$here/pulumi.sh" "$prefix"
 fi
-command -v go >/dev/null || { echo "install.sh: Go is needed to build the engines" >&2 && exit 1; }
 
 work=$prefix/build/kubernetes-$KUBERNETES
 mkdir -p "$work" "$bin"

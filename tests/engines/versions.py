@@ -45,6 +45,8 @@ commit of v4.25.0."""
 KUBERNETES_BIN = ENGINES / f"kubernetes-{KUBERNETES}" / "bin"
 PULUMI_BIN = ENGINES / f"pulumi-{PULUMI}" / "bin"
 PROVIDER_BIN = ENGINES / f"pulumi-kubernetes-{PULUMI_KUBERNETES}" / "bin"
+STREAMING_BIN = ENGINES / "kubelet-streaming" / "bin"
+"""The test kubelet's logs and exec server (tests/kubelet/streaming, built by install.sh on every run)."""
 INSTALL = "tests/engines/install.sh"
 
 

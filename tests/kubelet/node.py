@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import datetime
+import json
 import select
 import socket
 import subprocess
@@ -29,6 +30,7 @@ from kubernetes import client, watch
 
 from flux_minicluster.builders.names import INDEX_LABEL
 from tests.engines.control_plane import SERVICE_HOST, ControlPlane
+from tests.engines.versions import STREAMING_BIN
 from tests.kubelet.network import PodNetwork, ip, listening
 from tests.kubelet.pod import Pod
 from tests.kubelet.pods import Kubelet
@@ -151,6 +153,12 @@ class Node:
         self.deleting: set[str] = set()
         self.stopping = threading.Event()
         self._lock = threading.Lock()
+        self.records = kubelet.tmp / "streaming"
+        self.streaming = subprocess.Popen(
+            [str(STREAMING_BIN / "kubelet-streaming"), f"--records={self.records}"], stdout=subprocess.PIPE, text=True
+        )
+        assert self.streaming.stdout is not None
+        self.port = int(self.streaming.stdout.readline())
         self._register()
         self.threads = [threading.Thread(target=self._watch_pods, daemon=True),
                         threading.Thread(target=self._watch_config_maps, daemon=True)]  # fmt: skip
@@ -166,7 +174,8 @@ class Node:
                   "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
                                   "lastHeartbeatTime": now(), "lastTransitionTime": now()}],
                   "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
-                                {"type": "Hostname", "address": self.name}]}  # fmt: skip
+                                {"type": "Hostname", "address": self.name}],
+                  "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}}}  # fmt: skip
         self.core.patch_node_status(self.name, {"status": status})
         # The API server taints a new Node not-ready (TaintNodesByCondition); the node lifecycle
         # controller, which this control plane does not run, lifts it once the Node says Ready.
@@ -203,6 +212,7 @@ class Node:
             self.kubelet.load(live_objects(self.admin, pod.metadata.namespace, pod.metadata.labels["job-name"]))
         index = int(pod.metadata.labels[INDEX_LABEL])
         started = self.kubelet.start(index, name=pod.metadata.name)
+        self._record(pod, started, ended=False)
         address = self.kubelet.network.records[pod.metadata.name][0]
         self._status(pod, {"phase": "Running", "podIP": address, "podIPs": [{"ip": address}], "hostIP": "127.0.0.1",
                            "startTime": now(), **self._conditions(False),
@@ -218,6 +228,7 @@ class Node:
                 ready = said
                 self._status(pod, {**self._conditions(ready), "containerStatuses": self._containers(pod, ready)})
         code = running.wait()
+        self._record(pod, running, ended=True)
         if self.stopping.is_set() or pod.metadata.name in self.deleting:  # _stop reports it
             return
         terminated = {"exitCode": code, "reason": "Completed" if code == 0 else "Error", "finishedAt": now()}
@@ -233,6 +244,21 @@ class Node:
             self._status(pod, {"phase": "Failed" if code else "Succeeded", **self._conditions(False),
                                "containerStatuses": self._containers(pod, False, terminated)})  # fmt: skip
             self.core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
+
+    def _record(self, pod: Any, running: Pod, ended: bool) -> None:
+        """What the streaming server (tests/kubelet/streaming) needs to serve each container's log and
+        run commands in it, as the API server's `pods/log` and `pods/exec` ask."""
+        folder = self.records / pod.metadata.namespace / pod.metadata.name
+        folder.mkdir(parents=True, exist_ok=True)
+        for container in (running.main, *running.sidecars):
+            try:
+                record = {"pid": container.pid, "exec": container.exec_prefix, "log": str(container.log_path),
+                          "ended": ended}  # fmt: skip
+            except RuntimeError:  # it ended before it started: nothing to serve but "container not found"
+                continue
+            staged = folder / f".{container.name}.json"
+            staged.write_text(json.dumps(record))
+            staged.replace(folder / f"{container.name}.json")
 
     def _status(self, pod: Any, status: Manifest) -> None:
         with contextlib.suppress(client.ApiException):  # gone meanwhile
@@ -271,5 +297,7 @@ class Node:
             thread.join(timeout=WATCH_SECONDS + 5)
         with contextlib.suppress(client.ApiException):
             self.core.delete_node(self.name)
+        self.streaming.kill()
+        self.streaming.wait()
         with contextlib.suppress(subprocess.SubprocessError):
             self.kubelet.close()  # its pods, its network, and the relay

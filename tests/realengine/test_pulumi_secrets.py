@@ -31,6 +31,7 @@ def holders(cluster: StackOnNode, text: str) -> list[str]:
         for obj in listing(cluster.namespace).items:
             if text in json.dumps(cluster.admin.sanitize_for_serialization(obj)):  # type: ignore[no-untyped-call]
                 found.append(f"{kind}/{obj.metadata.name}")
+    secret: Any
     for secret in core.list_namespaced_secret(cluster.namespace).items:
         if any(text in base64.b64decode(value).decode() for value in (secret.data or {}).values()):
             found.append(f"Secret/{secret.metadata.name}")
@@ -71,9 +72,8 @@ def test_the_certificates_secret_key_is_in_its_secret_alone_and_not_in_the_state
 ) -> None:
     cluster, _, printed = deployed
     core = client.CoreV1Api(cluster.admin)
-    (curve,) = [
-        s for s in core.list_namespaced_secret(cluster.namespace).items if s.metadata.name.startswith("dev-curve-")
-    ]
+    stored: list[Any] = core.list_namespaced_secret(cluster.namespace).items
+    (curve,) = [secret for secret in stored if secret.metadata.name.startswith("dev-curve-")]
     certificate = base64.b64decode(next(iter(curve.data.values()))).decode()
     (secret_key,) = [line.split('"')[1] for line in certificate.splitlines() if "secret-key" in line]
     assert holders(cluster, secret_key) == [f"Secret/{curve.metadata.name}"]
