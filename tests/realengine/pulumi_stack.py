@@ -69,6 +69,7 @@ class Stack:
     def configure(self, config: dict[str, Any]) -> None:
         """The stack file, as a user writes it (with the passphrase's salt Pulumi put there): a key set
         to None is left out (Pulumi reads a key without a value as "")."""
+        self.config = dict(config)
         file = self.project / f"Pulumi.{self.name}.yaml"
         kept = yaml.safe_load(file.read_text()) if file.exists() else {}
         keys = {

@@ -1,0 +1,89 @@
+"""The interactive stack under the real Pulumi engine: `pulumi up` returns once every broker runs; work
+submitted through `minicluster exec` (the exec API of the real API server) runs across the instance;
+a `pulumi up` with a new `size` resizes the running instance in place, which `pulumi preview` shows as
+an update, not a replacement; `pulumi destroy` leaves nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from flux_minicluster.cluster import kube
+from flux_minicluster.ops import cli
+from tests.engines.control_plane import ControlPlane
+from tests.harness import ROOT
+from tests.kubelet.pod import wait_until
+from tests.realengine.pulumi_stack import StackOnNode
+
+pytestmark = pytest.mark.realflux
+
+
+def interactive_stack() -> dict[str, Any]:
+    raw = yaml.safe_load((ROOT / "Pulumi.interactive.yaml").read_text())["config"]
+    return {key.removeprefix("minicluster:"): value for key, value in raw.items()}
+
+
+@pytest.fixture
+def interactive(stack_on_node: Callable[..., StackOnNode]) -> StackOnNode:
+    cluster = stack_on_node("interactive", **interactive_stack(), keygen="local")
+    cluster.stack.up()
+    return cluster
+
+
+@pytest.fixture
+def minicluster(interactive: StackOnNode, control_plane: ControlPlane) -> Iterator[Callable[..., tuple[int, str]]]:
+    """`minicluster exec -- ARGV` in rank RANK, against the stack's cluster: (its exit status, its output)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
+        ops = cli.Cluster(kube.api_client(None), interactive.kubelet.spec)
+
+        def run(*argv: str, rank: int = 0) -> tuple[int, str]:
+            printed = io.StringIO()
+            with contextlib.redirect_stdout(printed):
+                code = cli.cmd_exec(ops, rank, list(argv))
+            return code, printed.getvalue()
+
+        yield run
+
+
+def online_ranks(minicluster: Callable[..., tuple[int, str]]) -> str:
+    code, said = minicluster("flux", "resource", "status", "-no", "{ranks}", "-s", "online")
+    assert code == 0
+    return said.strip()
+
+
+def test_pulumi_up_returns_with_every_broker_up_and_work_runs_across_them(
+    interactive: StackOnNode, minicluster: Callable[..., tuple[int, str]]
+) -> None:
+    assert interactive.running(4)
+    assert online_ranks(minicluster) == "0-3"
+    code, said = minicluster("flux", "run", "-N4", "hostname")
+    assert code == 0 and sorted(said.split()) == [f"interactive-{rank}" for rank in range(4)]
+
+
+def test_a_new_size_resizes_the_running_instance_in_place(
+    interactive: StackOnNode, minicluster: Callable[..., tuple[int, str]]
+) -> None:
+    before = interactive.job().metadata.uid
+    interactive.stack.configure({**interactive.stack.config, "size": 6})
+    preview = interactive.stack.preview().stdout
+    assert "to update" in preview and "to replace" not in preview and "replaced" not in preview
+    interactive.stack.up()
+    assert interactive.job().metadata.uid == before and interactive.size == 6
+    wait_until(lambda: interactive.running(6), "six ready pods", 60, poll=0.2)
+    wait_until(lambda: online_ranks(minicluster) == "0-5", "ranks 4 and 5 to join the instance", 60, poll=0.5)
+    interactive.stack.configure({**interactive.stack.config, "size": 2})
+    interactive.stack.up()
+    assert interactive.job().metadata.uid == before and interactive.size == 2
+    wait_until(lambda: interactive.running(2), "the Job controller to remove ranks 2-5", 60, poll=0.2)
+    assert online_ranks(minicluster) == "0-1"
+
+
+def test_pulumi_destroy_stops_the_instance_and_leaves_nothing(interactive: StackOnNode) -> None:
+    interactive.stack.destroy()
+    assert interactive.left() == {}
