@@ -4,40 +4,35 @@ reports: each pod's phase, address, conditions (Ready from the readiness probe) 
 its end (Succeeded or Failed, with the exit codes), and, for a pod the API server is deleting (the
 Job controller shrinking the Job), its stop within its grace period and the final delete.
 
-The pods reach the API server at the `kubernetes` Service's address, as on a cluster: that address
-lives in the pod network's switch namespace, where a relay passes each connection on to the API
-server on this machine's loopback (TLS end to end: the server's certificate names that address). Their
-service account tokens come from the TokenRequest API. ConfigMap changes reach the mounted files, as
-the kubelet's sync does. Every thread, watch and Node ends with `close`.
+The pods reach the API server at the `kubernetes` Service's address, as on a cluster, with service
+account tokens from the TokenRequest API (api_reach.py). The API server reaches the Node's streaming
+server (tests/kubelet/streaming) at the Node's address for the pods' logs and exec. A pod that is not
+one of the Job's (the keygen pod) runs alone (single_pod.py). ConfigMap changes reach the mounted
+files, as the kubelet's sync does. Every thread, watch, process and Node ends with `close`.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import datetime
 import json
-import select
-import socket
 import subprocess
 import threading
 import traceback
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from kubernetes import client, watch
 
 from flux_minicluster.builders.names import INDEX_LABEL
-from tests.engines.control_plane import SERVICE_HOST, ControlPlane
+from tests.engines.control_plane import ControlPlane
 from tests.engines.versions import STREAMING_BIN
-from tests.kubelet.network import PodNetwork, ip, listening
+from tests.kubelet import single_pod
+from tests.kubelet.api_reach import ServiceRelay, as_manifest, live_objects
 from tests.kubelet.pod import Pod
 from tests.kubelet.pods import Kubelet
 from tests.kubelet.volumes import Manifest
 
-API_PORT = 443
-"""The `kubernetes` Service's port."""
 WATCH_SECONDS = 5
 """How long one watch request lasts before the next: `close` is noticed within it."""
 NODE_LABEL = "minicluster.test/node"
@@ -54,90 +49,6 @@ def events(call: Any, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
 
 def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def token_dir(api: client.ApiClient, directory: Path, namespace: str, account: str, ca: Path) -> Path:
-    """What Kubernetes projects for a container of that account: a token from the TokenRequest API, the
-    cluster's CA and the namespace, readable by the pod's user whoever that is."""
-    request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
-    answer = client.CoreV1Api(api).create_namespaced_service_account_token(account, namespace, request)
-    assert answer.status is not None and answer.status.token is not None
-    directory.mkdir(parents=True, exist_ok=True)
-    for file, text in {"token": answer.status.token, "ca.crt": ca.read_text(), "namespace": namespace}.items():
-        (directory / file).write_text(text)
-        (directory / file).chmod(0o644)
-    return directory
-
-
-def live_objects(api: client.ApiClient, namespace: str, job: str) -> list[Manifest]:
-    """The Job `job` and the ConfigMaps and Secrets of its namespace as the API server holds them, as
-    manifests (the Secrets' data decoded, as the kubelet writes their files)."""
-    core = client.CoreV1Api(api)
-    found: list[Any] = [client.BatchV1Api(api).read_namespaced_job(job, namespace)]
-    found += core.list_namespaced_config_map(namespace).items
-    manifests = [as_manifest(api, obj) | {"kind": type(obj).__name__.removeprefix("V1")} for obj in found]
-    secret: Any
-    for secret in core.list_namespaced_secret(namespace).items:
-        data = {key: base64.b64decode(value).decode() for key, value in (secret.data or {}).items()}
-        manifests.append({"kind": "Secret", "metadata": {"name": secret.metadata.name}, "stringData": data})
-    return manifests
-
-
-def as_manifest(api: client.ApiClient, obj: Any) -> Manifest:
-    manifest: Manifest = api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
-    return manifest
-
-
-class ServiceRelay:
-    """The API server at the `kubernetes` Service's address inside the pod network, and the service
-    accounts' files from the TokenRequest API."""
-
-    def __init__(self, network: PodNetwork, plane: ControlPlane, admin: client.ApiClient, directory: Path) -> None:
-        self.plane, self.admin, self.directory = plane, admin, directory
-        self.host, self.port = SERVICE_HOST, API_PORT
-        ip("addr", "add", f"{network.gateway}/16", "dev", "br0", namespace=network.switch)
-        ip("addr", "add", f"{SERVICE_HOST}/32", "dev", "br0", namespace=network.switch)
-        network.routes.append(SERVICE_HOST)
-        self.listener = listening(network.switch, SERVICE_HOST, API_PORT)
-        self.listener.settimeout(0.2)
-        self.stopping = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                inside, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._relay, args=(inside,), daemon=True).start()
-
-    def _relay(self, inside: socket.socket) -> None:
-        """Bytes both ways until either side closes: the TLS session is the pod's with the API server."""
-        with inside, socket.create_connection(("127.0.0.1", self.plane.port), timeout=10) as outside:
-            ends = [inside, outside]
-            while not self.stopping.is_set():
-                readable, _, _ = select.select(ends, [], [], 0.5)
-                for end in readable:
-                    try:
-                        data = end.recv(65536)
-                        if data:
-                            (outside if end is inside else inside).sendall(data)
-                    except OSError:  # reset by either side: the connection is over, as a proxy sees it
-                        data = b""
-                    if not data:
-                        return
-
-    def service_account(self, namespace: str, name: str, rules: list[Manifest]) -> Path:
-        """The account's files from the API server, whose RBAC judges the token by the account's real
-        roles (`rules` are the stand-in's business)."""
-        del rules
-        return token_dir(self.admin, self.directory / f"account-{namespace}-{name}", namespace, name, self.plane.ca)
-
-    def stop(self) -> None:
-        self.stopping.set()
-        self.listener.close()
 
 
 class Node:
@@ -208,6 +119,8 @@ class Node:
         threading.Thread(target=self._stop, args=(pod, running, 30 if grace is None else grace), daemon=True).start()
 
     def _start(self, pod: Any) -> Pod:
+        if INDEX_LABEL not in (pod.metadata.labels or {}):  # not the Job's: the keygen pod
+            return self._start_lone(pod)
         if not self.kubelet.objects:  # under a real `pulumi up`: what it created, now that the Job is there
             self.kubelet.load(live_objects(self.admin, pod.metadata.namespace, pod.metadata.labels["job-name"]))
         index = int(pod.metadata.labels[INDEX_LABEL])
@@ -220,10 +133,20 @@ class Node:
         threading.Thread(target=self._follow, args=(pod, started), daemon=True).start()
         return started
 
+    def _start_lone(self, pod: Any) -> Pod:
+        directory = self.kubelet.tmp / "lone-pods" / pod.metadata.name
+        started = single_pod.run(as_manifest(self.admin, pod), directory, self.kubelet.network.dns_dir)
+        self._record(pod, started, ended=False)
+        self._status(pod, {"phase": "Running", "hostIP": "127.0.0.1", "startTime": now(), **self._conditions(False),
+                           "containerStatuses": self._containers(pod, False)})  # fmt: skip
+        threading.Thread(target=self._follow, args=(pod, started), daemon=True).start()
+        return started
+
     def _follow(self, pod: Any, running: Pod) -> None:
-        """Readiness while it runs (the probe at its period), then its end, as the kubelet reports them."""
+        """Readiness while it runs (the probe at its period, else Ready once running), then its end, as
+        the kubelet reports them."""
         ready = False
-        for _, said in running.probes():
+        for _, said in running.probes() if running.probe else iter([(0.0, True)]):
             if said != ready and not self.stopping.is_set():
                 ready = said
                 self._status(pod, {**self._conditions(ready), "containerStatuses": self._containers(pod, ready)})

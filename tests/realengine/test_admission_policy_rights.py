@@ -16,7 +16,7 @@ from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
-from tests.kubelet.node import token_dir
+from tests.kubelet.api_reach import token_dir
 from tests.realengine.conftest import create
 
 AUTOSCALED = {"command": None, "size": 1, "maxSize": 4, "autoscale": {"enabled": True, "admissionPolicy": True}}

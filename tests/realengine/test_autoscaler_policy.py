@@ -19,7 +19,7 @@ from flux_minicluster.config.spec import MiniClusterSpec
 from tests.auto_names import auto_name
 from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
-from tests.kubelet.node import token_dir
+from tests.kubelet.api_reach import token_dir
 from tests.pod_modules import cluster_api
 from tests.realengine.conftest import create
 

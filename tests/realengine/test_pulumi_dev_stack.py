@@ -1,6 +1,7 @@
-"""The dev stack under the real Pulumi engine: `pulumi up` creates the MiniCluster on the real control
-plane and returns once the real Job controller has marked the Job complete (its four brokers ran on
-real Flux); the outputs name what was created; `pulumi destroy` leaves nothing behind."""
+"""The dev stack under the real Pulumi engine: `pulumi up` makes the certificate in a keygen pod (read
+over the real exec API), creates the MiniCluster on the real control plane and returns once the real
+Job controller has marked the Job complete (its four brokers ran on real Flux); the outputs name what
+was created; `pulumi destroy` leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def dev_stack() -> dict[str, Any]:
 
 @pytest.fixture
 def dev(stack_on_node: Callable[..., StackOnNode]) -> StackOnNode:
-    return stack_on_node("dev", **dev_stack(), keygen="local")
+    return stack_on_node("dev", **dev_stack())  # as it is: the certificate from a keygen pod
 
 
 def test_pulumi_up_returns_once_the_dev_stacks_job_completed(dev: StackOnNode) -> None:
