@@ -117,6 +117,7 @@ class RecordingMonitor(mocks.MockMonitor):
             "replaceOnChanges": list(request.replaceOnChanges),
             "deleteBeforeReplace": request.deleteBeforeReplace,
             "dependencies": list(request.dependencies),
+            "replaceWith": list(request.replace_with),
         }
         return response
 

@@ -85,9 +85,13 @@ class MiniCluster(pulumi.ComponentResource):
         # A queue (e.g. Kueue) resumes a suspended Job by setting spec.suspend: Pulumi must not undo that.
         ignore = (["spec.suspend"] if spec.suspend else []) + (JOB_SIZE_FIELDS if spec.elastic else [])
         deleted_first = [self._job_deletion(name, spec, job_manifest, args.kube_context)] if spec.elastic else []
+        # replace_with: the engine deletes a dependent before a delete-before-replace resource only when
+        # it is replaced with it; a dependsOn edge alone is not enough (the JobDeletion would wait for a
+        # Job that nothing deletes).
         job = self._named(
             k8s.batch.v1.Job, f"{name}-job", job_manifest, replace_on_changes=JOB_IMMUTABLE_FIELDS,
             ignore_changes=ignore, depends_on=deleted_first + self._api_access(name, spec, scale_config.metadata.name),
+            replace_with=deleted_first or None,
         )  # fmt: skip
         if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
             self._scheduling_guard(name, spec, job_manifest, args.kube_context)
