@@ -54,11 +54,16 @@ def now() -> str:
 class Node:
     """`kubelet`'s pods as a Node of the control plane runs them: registered, watched, reported."""
 
-    def __init__(self, kubelet: Kubelet, plane: ControlPlane, admin: client.ApiClient, label: str) -> None:
-        """`label`: the value of NODE_LABEL on this Node, which the test's pods select."""
+    def __init__(
+        self, kubelet: Kubelet, plane: ControlPlane, admin: client.ApiClient, label: str, name: str | None = None
+    ) -> None:
+        """`label`: the value of NODE_LABEL on this Node, which the test's pods select. `name`: its own
+        (and its kubernetes.io/hostname label's), if the test must know it beforehand."""
         self.kubelet, self.admin, self.label = kubelet, admin, label
+        self.live = not kubelet.objects
+        """Whether the Job's objects come from the API server (a real `pulumi up`), not from the kubelet."""
         self.core = client.CoreV1Api(admin)
-        self.name = f"node-{kubelet.network.tag}"
+        self.name = name or f"node-{kubelet.network.tag}"
         kubelet.reach_api(ServiceRelay(kubelet.network, plane, admin, kubelet.tmp / "api"))
         self.pods: dict[str, Pod] = {}
         self.deleting: set[str] = set()
@@ -121,7 +126,9 @@ class Node:
     def _start(self, pod: Any) -> Pod:
         if INDEX_LABEL not in (pod.metadata.labels or {}):  # not the Job's: the keygen pod
             return self._start_lone(pod)
-        if not self.kubelet.objects:  # under a real `pulumi up`: what it created, now that the Job is there
+        owner = pod.metadata.owner_references[0].uid if pod.metadata.owner_references else None
+        if self.live and (not self.kubelet.objects or owner != self.kubelet.job["metadata"]["uid"]):
+            # Under a real `pulumi up`: what it created, now that the Job is there (again, if it replaced it).
             self.kubelet.load(live_objects(self.admin, pod.metadata.namespace, pod.metadata.labels["job-name"]))
         index = int(pod.metadata.labels[INDEX_LABEL])
         started = self.kubelet.start(index, name=pod.metadata.name)

@@ -65,6 +65,8 @@ class Volumes:
             return self._projected(volume["name"], volume["projected"], pod_dir)
         if "emptyDir" in volume:
             return self._private_dir(pod_dir / "volumes" / volume["name"], 0o777)
+        if "hostPath" in volume:  # the node's own files: this Node's, under its root, never the machine's
+            return self._private_dir(self.root / "host" / volume["hostPath"]["path"].lstrip("/"), 0o755)
         if "persistentVolumeClaim" in volume:
             claim = volume["persistentVolumeClaim"]["claimName"]
             return self._private_dir(self.root / "claims" / claim, 0o2775 if self.fs_group is not None else 0o755)

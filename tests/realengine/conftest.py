@@ -104,8 +104,8 @@ def stack_on_node(
         pytest.skip(why)
     made: list[StackOnNode] = []
 
-    def make(name: str, **config: Any) -> StackOnNode:
-        made.append(StackOnNode(admin, control_plane, namespace, tmp_path / name, name, config))
+    def make(name: str, pinned: bool = False, **config: Any) -> StackOnNode:
+        made.append(StackOnNode(admin, control_plane, namespace, tmp_path / name, name, config, pinned))
         return made[-1]
 
     try:

@@ -29,6 +29,7 @@ from tests.kubelet.node import NODE_LABEL, Node
 from tests.kubelet.pods import Kubelet
 from tests.realengine.on_node import NodeCluster
 
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 PROJECT_FILES = ("Pulumi.yaml", "__main__.py", "flux_minicluster", "requirements.txt")
 UP_TIMEOUT = 300
 """Seconds any one command may take: a `pulumi up` that hangs fails its test instead of CI."""
@@ -115,18 +116,21 @@ class Stack:
 
 class StackOnNode(NodeCluster):
     """A stack whose MiniCluster's pods run on a Node of the test's own (tests/kubelet/node.py) with real
-    Flux: the config's pods select it. The Node is there before `pulumi up` (the program's admission
-    check reads the nodes), and runs the objects Pulumi created once the Job's first pod is bound."""
+    Flux: the config's pods select it (`pinned`: by its hostname label too, as a stack pins its pods to
+    one node). The Node is there before `pulumi up` (the program's admission check reads the nodes), and
+    runs the objects Pulumi created once the Job's first pod is bound."""
 
     def __init__(
-        self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, name: str, config: dict[str, Any]
-    ) -> None:
-        pod = {**config.pop("pod", {}), "nodeSelector": {NODE_LABEL: namespace}}
-        config = {**config, "namespace": namespace, "pod": pod}
+        self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, name: str,
+        config: dict[str, Any], pinned: bool = False,
+    ) -> None:  # fmt: skip
+        node = f"node-{secrets.token_hex(4)}"
+        selector = {NODE_LABEL: namespace, **({HOSTNAME_LABEL: node} if pinned else {})}
+        config = {**config, "namespace": namespace, "pod": {**config.pop("pod", {}), "nodeSelector": selector}}
         spec = load_spec({f"minicluster:{key}": value for key, value in config.items()}, name)
         self.kubelet = Kubelet(tmp / "cluster", spec, objects=[])
         self.namespace, self.admin = namespace, admin
-        self.node = Node(self.kubelet, plane, admin, label=namespace)
+        self.node = Node(self.kubelet, plane, admin, label=namespace, name=node)
         self.stack = Stack(plane, tmp / "stack", name, config)
 
     def left(self) -> dict[str, list[str]]:
