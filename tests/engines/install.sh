@@ -17,7 +17,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 prefix=${1:-${MC_ENGINES:-/opt/minicluster-engines}}
 eval "$(MC_ENGINES=$prefix python3 "$here/versions.py")"
 bin=$prefix/kubernetes-$KUBERNETES/bin
-wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 
 built() {
   local name
@@ -61,6 +61,7 @@ import (
 	_ "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	_ "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	_ "k8s.io/kubernetes/cmd/kube-scheduler/app"
+	_ "k8s.io/kubectl/pkg/cmd"
 )
 GO
 go mod tidy
@@ -70,6 +71,7 @@ go build -trimpath -o "$bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
 go build -trimpath -o "$bin/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
 go build -trimpath -o "$bin/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
 go build -trimpath -o "$bin/etcd" go.etcd.io/etcd/server/v3
+go build -trimpath -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl # the benchmarks' baseline (tests/bench)
 built
 echo "the engines are built at $bin"
 exec bash "$here/pulumi.sh" "$prefix"

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""What the Pulumi program costs on top of Kubernetes, on the real engines (tests/engines/install.sh):
+a real control plane on this machine, the real Pulumi CLI and Kubernetes provider, the Job's pods on
+real Flux (the test kubelet as a Node). In alternating runs, each in a namespace of its own:
+
+  - the dev stack (four brokers run `hostname`), its certificate from a keygen pod: `pulumi up`, which
+    returns once the Job is complete, against `kubectl apply` of render.py's objects for the same
+    stack (its certificate made locally) followed by `kubectl wait` for the same completion;
+  - the interactive stack (four brokers, persistent): `pulumi up`, which returns once every broker
+    runs;
+  - `pulumi destroy` of each, until nothing is left.
+
+    venv/bin/python -m tests.bench.engines              # 5 runs each
+    venv/bin/python -m tests.bench.engines --runs 3
+
+Needs root (namespaces), real Flux (../shared/flux/install.sh) and the real engines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+
+from tests.engines.control_plane import ControlPlane
+from tests.engines.versions import KUBERNETES_BIN
+from tests.harness import ROOT
+from tests.realengine.pulumi_stack import StackOnNode
+from tests.realengine.test_pulumi_dev_stack import dev_stack
+from tests.realengine.test_pulumi_interactive import interactive_stack
+
+
+class Run:
+    """One namespace and one stack of it on the control plane, closed after the run."""
+
+    def __init__(self, plane: ControlPlane, admin: client.ApiClient, tmp: Path, name: str, stack: dict[str, Any]):
+        self.namespace = f"bench-{secrets.token_hex(4)}"
+        client.CoreV1Api(admin).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=self.namespace)))
+        self.cluster = StackOnNode(admin, plane, self.namespace, tmp / self.namespace, name, dict(stack))
+        self.plane, self.admin = plane, admin
+
+    def kubectl(self, *args: str) -> None:
+        argv = [str(KUBERNETES_BIN / "kubectl"), f"--kubeconfig={self.plane.kubeconfig}", *args]
+        subprocess.run(argv, check=True, capture_output=True, timeout=300)
+
+    def apply_rendered(self) -> None:
+        """render.py's objects for the stack file `pulumi up` reads, applied, then the Job's completion."""
+        stack_file = self.cluster.stack.project / f"Pulumi.{self.cluster.stack.name}.yaml"
+        rendered = subprocess.run(
+            [sys.executable, str(ROOT / "scripts" / "render.py"), "--config", str(stack_file), "--show-secrets"],
+            check=True, capture_output=True, text=True,
+        ).stdout  # fmt: skip
+        manifests = self.cluster.stack.directory / "rendered.yaml"
+        manifests.write_text(rendered)
+        self.kubectl("apply", "-f", str(manifests))
+        self.kubectl("wait", "-n", self.namespace, "--for=condition=complete", "--timeout=300s", "job/dev")
+
+    def close(self) -> None:
+        self.cluster.close()
+        client.CoreV1Api(self.admin).delete_namespace(self.namespace)
+
+
+def timed(step: Callable[[], object]) -> float:
+    started = time.monotonic()
+    step()
+    return time.monotonic() - started
+
+
+def measure(plane: ControlPlane, admin: client.ApiClient, tmp: Path, runs: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in ("up", "apply", "persistent", "destroy", "destroy-p")}
+    for index in range(runs):
+        for kind in ("up", "apply", "persistent") if index % 2 == 0 else ("apply", "up", "persistent"):
+            stack = interactive_stack() if kind == "persistent" else dev_stack()
+            run = Run(plane, admin, tmp, "interactive" if kind == "persistent" else "dev", stack)
+            try:
+                if kind == "apply":
+                    times["apply"].append(timed(run.apply_rendered))
+                    continue
+                times[kind].append(timed(run.cluster.stack.up))
+                times["destroy" if kind == "up" else "destroy-p"].append(timed(run.cluster.stack.destroy))
+                assert run.cluster.left() == {}, run.cluster.left()
+            finally:
+                run.close()
+        print(f"run {index + 1}: " + ", ".join(f"{k} {v[-1]:.2f}s" for k, v in times.items() if v), flush=True)
+    return times
+
+
+def table(times: dict[str, list[float]]) -> str:
+    median = {name: statistics.median(values) for name, values in times.items()}
+    rows = [
+        ("dev: `pulumi up` until the Job completes", median["up"], median["apply"]),
+        ("dev: `pulumi destroy` until nothing is left", median["destroy"], None),
+        ("interactive: `pulumi up` until every broker runs", median["persistent"], None),
+        ("interactive: `pulumi destroy` until nothing is left", median["destroy-p"], None),
+    ]
+    lines = [
+        "| what | runs | Pulumi (s) | `kubectl apply` + `kubectl wait` (s) | ratio |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for what, pulumi_s, kubectl_s in rows:
+        base = "" if kubectl_s is None else f"{kubectl_s:.2f} | {pulumi_s / kubectl_s:.2f}"
+        lines.append(f"| {what} | {len(times['up'])} | {pulumi_s:.2f} | {base or ' | '} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as directory:
+        tmp = Path(directory)
+        plane = ControlPlane(tmp / "plane")
+        try:
+            admin = config.new_client_from_config(str(plane.kubeconfig))  # type: ignore[no-untyped-call]
+            print(table(measure(plane, admin, tmp, args.runs)))
+        finally:
+            plane.stop()
+
+
+if __name__ == "__main__":
+    main()
