@@ -98,7 +98,7 @@ def minicluster(tmp_path: Path, real_flux: None) -> Iterator[Callable[..., Kubel
 
 
 TIERS = {"realflux": "real Flux (tests/kubelet, marked realflux)",
-         "realengine": "real Kubernetes control plane (tests/realengine, marked realengine)"}  # fmt: skip
+         "realengine": "real Kubernetes and Pulumi engines (tests/realengine, marked realengine)"}  # fmt: skip
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

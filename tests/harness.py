@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pulumi
+import yaml
 from pulumi.runtime import mocks, settings
 
 from flux_minicluster.config import certificate
@@ -120,6 +121,13 @@ class RecordingMonitor(mocks.MockMonitor):
             "replaceWith": list(request.replace_with),
         }
         return response
+
+
+def example(stack: str) -> dict[str, Any]:
+    """The config of the project's example stack `stack` (Pulumi.<stack>.yaml), its keys without the
+    `minicluster:` prefix."""
+    raw = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+    return {key.removeprefix("minicluster:"): value for key, value in raw.items()}
 
 
 def deploy(

@@ -9,12 +9,11 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 
 from flux_minicluster.config import sizing
 from flux_minicluster.config.paths import SERVICE_ACCOUNT_DIR as SERVICE_ACCOUNT
+from tests import harness
 from tests.autoscaled import AUTOSCALE, Autoscaled
-from tests.harness import ROOT
 from tests.kube_api import StandIn
 from tests.kubelet.pods import Kubelet
 from tests.test_real_metrics import scrape
@@ -30,8 +29,7 @@ def autoscaled(minicluster: Make, api_server: StandIn, makes_pods: bool = True, 
 
 def example() -> dict[str, Any]:
     """Pulumi.autoscale.yaml's config, with the autoscaler's times those of a test."""
-    raw = yaml.safe_load((ROOT / "Pulumi.autoscale.yaml").read_text())["config"]
-    found = {key.removeprefix("minicluster:"): value for key, value in raw.items()}
+    found = harness.example("autoscale")
     return {**found, "command": None, "autoscale": {**found["autoscale"], **AUTOSCALE}}
 
 

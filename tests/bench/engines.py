@@ -33,10 +33,8 @@ from kubernetes import client, config
 
 from tests.engines.control_plane import ControlPlane
 from tests.engines.versions import KUBERNETES_BIN
-from tests.harness import ROOT
+from tests.harness import ROOT, example
 from tests.realengine.pulumi_stack import StackOnNode
-from tests.realengine.test_pulumi_dev_stack import dev_stack
-from tests.realengine.test_pulumi_interactive import interactive_stack
 
 
 class Run:
@@ -79,7 +77,7 @@ def measure(plane: ControlPlane, admin: client.ApiClient, tmp: Path, runs: int) 
     times: dict[str, list[float]] = {name: [] for name in ("up", "apply", "persistent", "destroy", "destroy-p")}
     for index in range(runs):
         for kind in ("up", "apply", "persistent") if index % 2 == 0 else ("apply", "up", "persistent"):
-            stack = interactive_stack() if kind == "persistent" else dev_stack()
+            stack = example("interactive") if kind == "persistent" else example("dev")
             run = Run(plane, admin, tmp, "interactive" if kind == "persistent" else "dev", stack)
             try:
                 if kind == "apply":

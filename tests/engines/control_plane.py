@@ -28,9 +28,9 @@ import urllib.request
 from pathlib import Path
 
 try:
-    from tests.engines.versions import INSTALL, KUBERNETES_BIN
+    from tests.engines.versions import INSTALL, KUBERNETES_BIN, STREAMING_BIN
 except ModuleNotFoundError:  # run as a script (.ci/run), where its own folder is on the path
-    from versions import INSTALL, KUBERNETES_BIN  # type: ignore[no-redef,import-not-found]
+    from versions import INSTALL, KUBERNETES_BIN, STREAMING_BIN  # type: ignore[no-redef,import-not-found]
 
 BIN = KUBERNETES_BIN
 SERVICE_RANGE = "10.96.0.0/16"
@@ -45,9 +45,10 @@ through the test kubelet's relay inside the pod network (tests/kubelet/node.py).
 
 
 def missing() -> str | None:
-    """Why the control plane cannot start here, if it cannot."""
-    absent = [name for name in ENGINES_BUILT if not (BIN / name).exists()]
-    return f"the real engines are not built at {BIN}: run {INSTALL}" if absent else None
+    """Why the control plane (and the test kubelet's streaming server beside it) cannot start here."""
+    wanted = [BIN / name for name in ENGINES_BUILT] + [STREAMING_BIN / "kubelet-streaming"]
+    absent = [str(path) for path in wanted if not path.exists()]
+    return f"the real engines are not built ({', '.join(absent)}): run {INSTALL}" if absent else None
 
 
 def free_port() -> int:

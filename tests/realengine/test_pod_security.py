@@ -9,15 +9,15 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.harness import example
 from tests.realengine.pulumi_stack import StackOnNode
-from tests.realengine.test_pulumi_dev_stack import dev_stack
 
 ENFORCED = {"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
 pytestmark = [pytest.mark.namespace_labels(ENFORCED), pytest.mark.realflux]
 
 
 def test_the_plain_stack_is_refused_before_anything_is_created(stack_on_node: Callable[..., StackOnNode]) -> None:
-    cluster = stack_on_node("dev", **dev_stack())
+    cluster = stack_on_node("dev", **example("dev"))
     refused = cluster.stack.up(check=False)
     assert refused.returncode != 0
     said = refused.stdout
@@ -31,7 +31,7 @@ def test_the_plain_stack_is_refused_before_anything_is_created(stack_on_node: Ca
 def test_the_restricted_stack_is_admitted_and_its_job_completes(stack_on_node: Callable[..., StackOnNode]) -> None:
     cluster = stack_on_node(
         "dev",
-        **{**dev_stack(), "size": 2, "tasks": 2, "command": "id -u"},
+        **{**example("dev"), "size": 2, "tasks": 2, "command": "id -u"},
         securityProfile="restricted",
         keygen="local",
     )

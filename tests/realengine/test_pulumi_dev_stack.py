@@ -9,23 +9,17 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
-from tests.harness import ROOT
+from tests.harness import example
 from tests.realengine.pulumi_stack import StackOnNode
 
 pytestmark = pytest.mark.realflux
 
 
-def dev_stack() -> dict[str, Any]:
-    raw = yaml.safe_load((ROOT / "Pulumi.dev.yaml").read_text())["config"]
-    return {key.removeprefix("minicluster:"): value for key, value in raw.items()}
-
-
 @pytest.fixture
 def dev(stack_on_node: Callable[..., StackOnNode]) -> StackOnNode:
-    return stack_on_node("dev", **dev_stack())  # as it is: the certificate from a keygen pod
+    return stack_on_node("dev", **example("dev"))  # as it is: the certificate from a keygen pod
 
 
 def test_pulumi_up_returns_once_the_dev_stacks_job_completed(dev: StackOnNode) -> None:

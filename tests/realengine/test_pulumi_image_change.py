@@ -8,9 +8,9 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.harness import example
 from tests.kubelet.pod import wait_until
 from tests.realengine.pulumi_stack import StackOnNode
-from tests.realengine.test_pulumi_interactive import interactive_stack
 
 pytestmark = pytest.mark.realflux
 
@@ -20,7 +20,7 @@ STATE = {"hostPath": "/var/lib/flux-state", "checkpointPeriod": "1s"}
 
 @pytest.fixture
 def persistent(stack_on_node: Callable[..., StackOnNode]) -> StackOnNode:
-    cluster = stack_on_node("interactive", pinned=True, **{**interactive_stack(), "size": 2, "stateVolume": STATE})
+    cluster = stack_on_node("interactive", pinned=True, **{**example("interactive"), "size": 2, "stateVolume": STATE})
     cluster.stack.up()
     return cluster
 

@@ -8,29 +8,22 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Callable, Iterator
-from typing import Any
 
 import pytest
-import yaml
 
 from flux_minicluster.cluster import kube
 from flux_minicluster.ops import cli
 from tests.engines.control_plane import ControlPlane
-from tests.harness import ROOT
+from tests.harness import example
 from tests.kubelet.pod import wait_until
 from tests.realengine.pulumi_stack import StackOnNode
 
 pytestmark = pytest.mark.realflux
 
 
-def interactive_stack() -> dict[str, Any]:
-    raw = yaml.safe_load((ROOT / "Pulumi.interactive.yaml").read_text())["config"]
-    return {key.removeprefix("minicluster:"): value for key, value in raw.items()}
-
-
 @pytest.fixture
 def interactive(stack_on_node: Callable[..., StackOnNode]) -> StackOnNode:
-    cluster = stack_on_node("interactive", **interactive_stack(), keygen="local")
+    cluster = stack_on_node("interactive", **example("interactive"), keygen="local")
     cluster.stack.up()
     return cluster
 

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.harness import example
 from tests.realengine.pulumi_stack import StackOnNode
-from tests.realengine.test_pulumi_dev_stack import dev_stack
 
 pytestmark = pytest.mark.realflux
 
@@ -42,7 +42,7 @@ def holders(cluster: StackOnNode, text: str) -> list[str]:
 def deployed(stack_on_node: Callable[..., StackOnNode]) -> tuple[StackOnNode, str, str]:
     """The dev stack with a secret environment value, after `pulumi up`: the stack, the value, and what
     the CLI printed."""
-    cluster = stack_on_node("dev", **dev_stack(), keygen="local")
+    cluster = stack_on_node("dev", **example("dev"), keygen="local")
     token = secrets.token_hex(16)
     cluster.stack.pulumi("config", "set", "--secret", "--path", "minicluster:environment.API_TOKEN", token)
     printed = cluster.stack.up()
