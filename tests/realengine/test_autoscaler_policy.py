@@ -30,10 +30,13 @@ POLICY_WAIT = 15
 
 
 class Cluster:
-    """The MiniCluster's objects in a namespace of their own, and its autoscaler's client."""
+    """The MiniCluster's objects in a namespace of their own, and its autoscaler's client (`overrides`:
+    of the config, AUTOSCALED by default)."""
 
-    def __init__(self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path) -> None:
-        raw = config(**AUTOSCALED, namespace=namespace)
+    def __init__(
+        self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, **overrides: Any
+    ) -> None:
+        raw = config(**(overrides or AUTOSCALED), namespace=namespace)
         self.spec: MiniClusterSpec = load_spec({f"minicluster:{k}": v for k, v in raw.items()}, "dev")
         self.objects = manifests.all_objects(self.spec, "cert", auto_name)
         for obj in self.objects:
