@@ -52,7 +52,10 @@ def test_it_writes_the_scale_files_and_drops_a_quorum_no_longer_needed(cluster: 
 def test_its_event_on_the_job_is_one_kubectl_describe_lists(cluster: Cluster) -> None:
     cluster.api.event(cluster.api.job("dev"), sizing.GREW, "grew from 1 to 4 brokers", False, sizing.AUTOSCALER)
     about = "involvedObject.kind=Job,involvedObject.name=dev,reason=Grew"  # the Job controller's are there too
-    (event,) = client.CoreV1Api(cluster.admin).list_namespaced_event(cluster.spec.namespace, field_selector=about).items
+    found: list[Any] = (
+        client.CoreV1Api(cluster.admin).list_namespaced_event(cluster.spec.namespace, field_selector=about).items
+    )
+    (event,) = found
     assert (event.involved_object.uid, event.involved_object.api_version) == (job(cluster).metadata.uid, "batch/v1")
     assert (event.reason, event.type, event.source.component) == ("Grew", "Normal", sizing.AUTOSCALER)
     assert event.message == "grew from 1 to 4 brokers" and event.metadata.name.startswith("dev.")
