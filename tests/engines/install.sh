@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The real engines of the tests marked realengine, built from Go modules: etcd, kube-apiserver,
-# kube-controller-manager and kube-scheduler here, then the Pulumi CLI, its Python language host and
-# the Kubernetes resource plugin (pulumi.sh). Versions: versions.py. Idempotent, like ../shared/flux/install.sh: a second
-# run with the same pins finds the binaries and does nothing; the Go module and build caches are
-# kept, so a rebuild after a change of pin takes what changed only.
+# kube-controller-manager, kube-scheduler and kubectl here, with the test kubelet's streaming server
+# (tests/kubelet/streaming); then the Pulumi CLI, its Python language host and the Kubernetes resource
+# plugin (pulumi.sh). Versions: versions.py. Idempotent, like ../shared/flux/install.sh: a second run
+# with the same pins finds the binaries and does nothing; the Go module and build caches are kept, so
+# a rebuild after a change of pin takes what changed only.
 #
 # k8s.io/kubernetes cannot be `go install`ed: its go.mod points each k8s.io/* staging module at a
 # folder of its own tree. A wrapper module requires it and points each of them at the release of

@@ -42,6 +42,13 @@ def missing() -> str | None:
     return f"the real Pulumi engine is not built ({', '.join(absent)}): run {INSTALL}" if absent else None
 
 
+def encrypted(value: Any) -> bool:
+    """Whether a stack file's value holds a secret (`secure:`, at any depth)."""
+    if isinstance(value, dict):
+        return "secure" in value or any(encrypted(item) for item in value.values())
+    return isinstance(value, list) and any(encrypted(item) for item in value)
+
+
 class Stack:
     """Stack `name` of the project, with the config `config` (keys without `minicluster:`; `kubernetes`
     keys as they are), deployed to the cluster of `plane`."""
@@ -68,18 +75,21 @@ class Stack:
         self.configure(config)
 
     def configure(self, config: dict[str, Any]) -> None:
-        """The stack file, as a user writes it (with the passphrase's salt Pulumi put there): a key set
-        to None is left out (Pulumi reads a key without a value as "")."""
+        """The stack file, as a user writes it, keeping what `pulumi` put there (the passphrase's salt,
+        the keys set with set_secret): a key set to None is left out (Pulumi reads a key without a
+        value as "")."""
         self.config = dict(config)
         file = self.project / f"Pulumi.{self.name}.yaml"
-        kept = yaml.safe_load(file.read_text()) if file.exists() else {}
+        kept = (yaml.safe_load(file.read_text()) if file.exists() else None) or {}
+        secret = {key: value for key, value in (kept.get("config") or {}).items() if encrypted(value)}
         keys = {
             key if ":" in key else f"minicluster:{key}": value for key, value in config.items() if value is not None
         }
-        file.write_text(yaml.safe_dump({**(kept or {}), "config": keys}))
+        file.write_text(yaml.safe_dump({**kept, "config": {**keys, **secret}}))
 
     def set_secret(self, key: str, value: str) -> None:
-        self.pulumi("config", "set", "--secret", key, value)
+        """`pulumi config set --secret --path KEY VALUE`: KEY may name a value inside a map."""
+        self.pulumi("config", "set", "--secret", "--path", key, value)
 
     def pulumi(self, *args: str, stack: bool = True, check: bool = True) -> subprocess.CompletedProcess[str]:
         argv = ["pulumi", *args, *(["--stack", self.name] if stack else []), "--non-interactive"]

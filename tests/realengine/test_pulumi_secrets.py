@@ -44,7 +44,7 @@ def deployed(stack_on_node: Callable[..., StackOnNode]) -> tuple[StackOnNode, st
     the CLI printed."""
     cluster = stack_on_node("dev", **example("dev"), keygen="local")
     token = secrets.token_hex(16)
-    cluster.stack.pulumi("config", "set", "--secret", "--path", "minicluster:environment.API_TOKEN", token)
+    cluster.stack.set_secret("minicluster:environment.API_TOKEN", token)
     printed = cluster.stack.up()
     return cluster, token, printed.stdout + printed.stderr
 
