@@ -105,9 +105,9 @@ def test_create_reads_the_certificate_through_exec_and_never_the_log(
 def test_create_without_the_right_to_exec_fails_in_one_line_without_key_material(
     plugin: ProviderPlugin, api: Cluster
 ) -> None:
-    api.fail("GET", "/exec", 403, 'pods "x" is forbidden: User "dev" cannot create resource "pods/exec"')
+    api.fail("GET", "/exec", 403, 'pods "x" is forbidden: User "dev" cannot get resource "pods/exec"')
     details = grpc_error(lambda: plugin.create(program_inputs(plugin)))
-    assert "this needs `create` on `pods/exec`" in details
+    assert "this needs get and create on pods/exec" in details
     assert CERT.secret_key not in details
     assert api.pods == {}
 

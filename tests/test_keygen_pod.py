@@ -178,21 +178,6 @@ def test_output_that_is_not_a_certificate(kube_api: Cluster, tmp_path: Path) -> 
     assert len(deleted(kube_api)) == 1
 
 
-def test_no_right_to_exec_is_one_clear_line_and_leaves_nothing_behind(kube_api: Cluster, tmp_path: Path) -> None:
-    kube_api.kubelet = kubelet(Step(0.02, status=running()))
-    holding(CERT.text(), kube_api, tmp_path)
-    kube_api.fail("GET", "/exec", 403, 'pods "dev-keygen-x" is forbidden: cannot create resource "pods/exec"')
-    message = failure()
-    assert "\n" not in message
-    assert (
-        'access denied (403: pods "dev-keygen-x" is forbidden: cannot create resource "pods/exec") '
-        "while reading the certificate from the keygen pod through the exec API" in message
-    )
-    assert "this needs `create` on `pods/exec`" in message
-    assert len(deleted(kube_api)) == 1 and kube_api.pods == {}
-    assert log_reads(kube_api) == []
-
-
 def test_a_pod_that_stays_pending_times_out_with_its_phase_and_events(kube_api: Cluster) -> None:
     def events_of_the_pod(pod: dict[str, Any]) -> list[Step]:
         kube_api.add_event("default", pod["metadata"]["name"], "FailedScheduling", "0/3 nodes are available")

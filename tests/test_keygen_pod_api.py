@@ -1,6 +1,7 @@
-"""The keygen pod when the API server or the connection says no (a missing namespace, RBAC, refusals,
-no answer, no room), with the real `kubernetes` client against the API stand-in; what the pod itself
-did is tests/test_keygen_pod.py."""
+"""The keygen pod when the API server or the connection says no (refusals, no answer, no room), with the
+real `kubernetes` client against the API stand-in, which can fail on demand; what the pod itself did is
+tests/test_keygen_pod.py, and a missing namespace and RBAC's refusals, as the real API server says them,
+tests/realengine/test_keygen_pod_refusals.py."""
 
 from __future__ import annotations
 
@@ -16,23 +17,6 @@ from tests.kube_api import Cluster, Step, refused_url, running, unschedulable, w
 from tests.test_keygen_pod import CERT, POD, deleted, failure, holding, run
 
 # -- what the API server said ---------------------------------------------------------------------
-
-
-def test_a_missing_namespace(kube_api: Cluster) -> None:
-    kube_api.namespaces = {"other"}
-    assert "namespace 'default' does not exist: create it (kubectl create namespace default)" in failure()
-    assert deleted(kube_api) == []  # nothing was created
-
-
-def test_rbac_denied(kube_api: Cluster) -> None:
-    forbidden = 'pods is forbidden: User "dev" cannot create resource "pods" in API group "" in the namespace "default"'
-    kube_api.fail("POST", "/pods$", 403, forbidden)
-    message = failure()
-    assert (
-        "access denied (403: pods is forbidden: User" in message
-        and "while creating the keygen pod in namespace 'default'" in message
-    )
-    assert "check your RBAC" in message
 
 
 @pytest.mark.parametrize(("status", "said"), [(409, 'pods "dev-keygen-x" already exists'),

@@ -108,7 +108,7 @@ def all_running(api: Cluster) -> None:
 
 def exec_denied(api: Cluster) -> None:
     all_running(api)
-    api.fail("GET", "/exec$", 403, 'pods "dev-0-abcde" is forbidden: User "dev" cannot create resource "pods/exec"')
+    api.fail("GET", "/exec$", 403, 'pods "dev-0-abcde" is forbidden: User "dev" cannot get resource "pods/exec"')
 
 
 def rank0_silent(api: Cluster) -> None:

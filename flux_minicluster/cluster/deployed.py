@@ -21,7 +21,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT = 0, 1, 2, 3, 4
 EXIT_NOT_RUNNING, EXIT_UNREACHABLE, EXIT_DENIED, EXIT_INTERRUPTED = 5, 6, 7, 130
 EXIT_CODES = {"unreachable": EXIT_UNREACHABLE, "server-error": EXIT_UNREACHABLE, "denied": EXIT_DENIED}
 """By kind of failed request; any other kind: EXIT_FAILED."""
-NEEDS = "get, list and watch on jobs and pods, list on events, get on pods/log and create on pods/exec"
+NEEDS = f"get, list and watch on jobs and pods, list on events, get on pods/log and {kube.EXEC_RIGHTS}"
 STREAM_TIMEOUT = (kube.REQUEST_TIMEOUT[0], 7 * 24 * 3600.0)
 """A followed log may be silent for as long as the broker is (the client takes no "never" here)."""
 

@@ -23,8 +23,8 @@ from flux_minicluster.config.certificate import CertificateError, CurveCertifica
 PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 COMMAND_NOT_FOUND = 127
 DONE = ("Succeeded", "Failed")
-NEEDS = "create, watch and delete on pods and create on pods/exec"
-EXEC_NEEDS = "`create` on `pods/exec` (pulumi up reads the certificate through the exec API)"
+NEEDS = f"create, watch and delete on pods and {kube.EXEC_RIGHTS}"
+EXEC_NEEDS = f"{kube.EXEC_RIGHTS} (pulumi up reads the certificate through the exec API)"
 
 
 class KeygenError(RuntimeError):

@@ -222,6 +222,11 @@ def failure(doing: str, error: BaseException) -> RuntimeError:
     return RuntimeError(describe(problem(error), doing=doing))
 
 
+EXEC_RIGHTS = "get and create on pods/exec"
+"""What the exec API asks of whoever runs a command in a pod: the client's WebSocket upgrade is a GET,
+and the API server also checks create on it (kubectl's SPDY POST needs only create)."""
+
+
 def run_in_pod(
     core: Any, namespace: str, pod: str, container: str, command: list[str], timeout: float | None = None
 ) -> tuple[str, str, int | None]:
