@@ -65,7 +65,8 @@ def user(
 
 
 def pods(admin: client.ApiClient, namespace: str) -> list[str]:
-    return [pod.metadata.name for pod in client.CoreV1Api(admin).list_namespaced_pod(namespace).items]
+    found: list[Any] = client.CoreV1Api(admin).list_namespaced_pod(namespace).items
+    return [pod.metadata.name for pod in found]
 
 
 def test_a_namespace_that_does_not_exist_is_named_with_the_command_that_makes_it(
