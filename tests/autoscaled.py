@@ -6,6 +6,8 @@ the Job's size changes. Shared by the end-to-end tests and the autoscaling bench
 from __future__ import annotations
 
 import copy
+import itertools
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -18,6 +20,29 @@ from tests.kubelet.pods import Kubelet
 
 AUTOSCALE = {"enabled": True, "scaleDownAfter": 3, "cooldown": 1, "interval": 1}
 STARTED = "autoscaler: sizing the cluster to its queue"
+SHRANK = re.compile(r"shrank from (\d+) to (\d+) brokers: no job waits, and ranks (\S+) have been idle for 3s")
+
+
+def ranks(idset: str) -> set[int]:
+    """Flux's idset text ("1-3", "1,3", "2") as a set."""
+    found: set[int] = set()
+    for part in idset.split(","):
+        first, _, last = part.partition("-")
+        found |= set(range(int(first), int(last or first) + 1))
+    return found
+
+
+def shrinks(messages: list[str]) -> list[tuple[int, int]]:
+    """The Shrank Events' messages as the steps of one shrink, largest first: (from, to). Idle ranks go
+    as they become idle: in one step when the jobs end together, in several when they end apart. Each
+    step gives back the highest ranks, those the message names, from the size the last one left."""
+    matched = [SHRANK.fullmatch(message) for message in messages]
+    assert all(matched), messages
+    steps = sorted(((int(m[1]), int(m[2]), ranks(m[3])) for m in matched if m), reverse=True)
+    for (_, to, _), (start, _, _) in itertools.pairwise(steps):
+        assert to == start, messages
+    assert all(gone == set(range(to, start)) for start, to, gone in steps), messages
+    return [(start, to) for start, to, _ in steps]
 
 
 class Autoscaled:
