@@ -5,10 +5,8 @@ created (the dry run, as the real API server's RBAC judges it); the cluster's ad
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from flux_minicluster.cluster import admission
@@ -16,8 +14,7 @@ from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
-from tests.kubelet.api_reach import token_dir
-from tests.realengine.conftest import create
+from tests.realengine.accounts import kubeconfig_for
 
 AUTOSCALED = {"command": None, "size": 1, "maxSize": 4, "autoscale": {"enabled": True, "admissionPolicy": True}}
 NAMESPACED = {
@@ -34,21 +31,7 @@ def spec(namespace: str) -> MiniClusterSpec:
 def namespace_owner(admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path) -> Path:
     """A kubeconfig for an account that may do anything with the MiniCluster's kinds in `namespace`."""
     rules = [{"apiGroups": [group], "resources": kinds, "verbs": ["*"]} for group, kinds in NAMESPACED.items()]
-    metadata = {"name": "deployer", "namespace": namespace}
-    for obj in (
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": metadata, "rules": rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": metadata,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
-         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": namespace}]},
-    ):  # fmt: skip
-        create(admin, obj)
-    token = (token_dir(admin, tmp / "deployer", namespace, "deployer", plane.ca) / "token").read_text()
-    kubeconfig: dict[str, Any] = yaml.safe_load(plane.kubeconfig.read_text())
-    kubeconfig["users"] = [{"name": "admin", "user": {"token": token}}]
-    path = tmp / "deployer.kubeconfig"
-    path.write_text(yaml.safe_dump(kubeconfig))
-    return path
+    return kubeconfig_for(admin, plane, namespace, tmp, rules)
 
 
 def test_a_user_who_may_not_create_the_policy_is_refused_by_key_before_anything_is_created(

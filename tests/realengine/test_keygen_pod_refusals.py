@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from flux_minicluster.builders import manifests
@@ -17,10 +16,9 @@ from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
-from tests.kubelet.api_reach import token_dir
 from tests.kubelet.node import NODE_LABEL, Node
 from tests.kubelet.pods import Kubelet
-from tests.realengine.conftest import create
+from tests.realengine.accounts import kubeconfig_for
 
 
 def keygen_pod(namespace: str) -> dict[str, Any]:
@@ -44,24 +42,10 @@ def user(
 ) -> Path:
     """A kubeconfig for an account that may do `verbs` on pods and `exec_verbs` on pods/exec in `namespace`,
     and nothing else."""
-    metadata = {"name": "deployer", "namespace": namespace}
     rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": verbs}]
     if exec_verbs:
         rules.append({"apiGroups": [""], "resources": ["pods/exec"], "verbs": list(exec_verbs)})
-    for obj in (
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": metadata, "rules": rules},
-        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": metadata,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "deployer"},
-         "subjects": [{"kind": "ServiceAccount", "name": "deployer", "namespace": namespace}]},
-    ):  # fmt: skip
-        create(admin, obj)
-    token = (token_dir(admin, tmp / "deployer", namespace, "deployer", plane.ca) / "token").read_text()
-    kubeconfig: dict[str, Any] = yaml.safe_load(plane.kubeconfig.read_text())
-    kubeconfig["users"] = [{"name": "admin", "user": {"token": token}}]
-    path = tmp / "deployer.kubeconfig"
-    path.write_text(yaml.safe_dump(kubeconfig))
-    return path
+    return kubeconfig_for(admin, plane, namespace, tmp, rules)
 
 
 def pods(admin: client.ApiClient, namespace: str) -> list[str]:
