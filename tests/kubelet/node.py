@@ -22,6 +22,7 @@ import traceback
 from collections.abc import Iterator
 from typing import Any
 
+import urllib3
 from kubernetes import client, watch
 
 from flux_minicluster.builders.names import INDEX_LABEL
@@ -35,6 +36,8 @@ from tests.kubelet.volumes import Manifest
 
 WATCH_SECONDS = 5
 """How long one watch request lasts before the next: `close` is noticed within it."""
+GONE = (client.ApiException, urllib3.exceptions.HTTPError)
+"""What a report may meet: the pod gone meanwhile, or the API server (a test's own) stopped before it."""
 NODE_LABEL = "minicluster.test/node"
 """The label a test's pods select its own Node by (pod.nodeSelector): tests side by side share a scheduler."""
 
@@ -170,7 +173,7 @@ class Node:
         kubelet's final delete (grace 0) lets it go once its finalizers are done."""
         code = running.terminate(grace)
         terminated = {"exitCode": code, "reason": "Error" if code else "Completed", "finishedAt": now()}
-        with contextlib.suppress(client.ApiException):
+        with contextlib.suppress(*GONE):
             self._status(pod, {"phase": "Failed" if code else "Succeeded", **self._conditions(False),
                                "containerStatuses": self._containers(pod, False, terminated)})  # fmt: skip
             self.core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
@@ -191,7 +194,7 @@ class Node:
             staged.replace(folder / f"{container.name}.json")
 
     def _status(self, pod: Any, status: Manifest) -> None:
-        with contextlib.suppress(client.ApiException):  # gone meanwhile
+        with contextlib.suppress(*GONE):
             self.core.patch_namespaced_pod_status(pod.metadata.name, pod.metadata.namespace, {"status": status})
 
     @staticmethod
