@@ -13,7 +13,7 @@ from kubernetes import client
 from flux_minicluster.builders.names import BROKER_CONTAINER
 from flux_minicluster.cluster import kube
 from flux_minicluster.cluster.kube import run_in_pod
-from flux_minicluster.ops import cli
+from flux_minicluster.ops import cli, logs
 from tests.engines.control_plane import ControlPlane
 from tests.kubelet.pod import wait_until
 from tests.realengine.on_node import OnNode
@@ -53,3 +53,46 @@ def test_minicluster_exec_runs_flux_in_rank_0_and_logs_shows_its_log(
     assert capsys.readouterr().out == "2\n"
     assert cli.cmd_exec(ops, 1, ["flux", "getattr", "rank"]) == 0
     assert capsys.readouterr().out == "1\n"
+
+
+def test_minicluster_status_shows_flux_s_own_view_read_over_exec(
+    cluster: OnNode, control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
+    ops = cli.Cluster(kube.api_client(None), cluster.kubelet.spec)
+    assert cli.cmd_status(ops, cli.Console(width=200)) == 0
+    said = capsys.readouterr().out
+    assert "not available" not in said
+    view = ops.flux_view(ops.pod_of_rank(0))  # rank 0's readings, over the exec API
+    assert ("flux nodes", "2 up, 0 down, 0 drained") in view
+    assert all(key in said for key, _ in view)
+
+
+def test_minicluster_logs_prints_rank_0s_log_as_the_kubelet_wrote_it(
+    cluster: OnNode, control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
+    ops = cli.Cluster(kube.api_client(None), cluster.kubelet.spec)
+    written = cluster.rank0.log
+    assert logs.cmd_logs(ops, 0, follow=False) == 0
+    assert capsys.readouterr().out.startswith(written)
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_minicluster_logs_all_follows_every_rank_to_its_end(
+    on_node: Callable[..., OnNode], control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], follow: bool,
+) -> None:  # fmt: skip
+    one_shot = on_node(size=2, command="hostname")
+    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
+    ops = cli.Cluster(kube.api_client(None), one_shot.kubelet.spec)
+    if not follow:
+        wait_until(lambda: one_shot.condition("Complete") == "True", "the Job to complete", 60, poll=0.3)
+    else:  # while they run, or as soon as they have
+        started = lambda: [pod.status.phase for pod in one_shot.pods()] in (["Running"] * 2, ["Succeeded"] * 2)  # noqa: E731
+        wait_until(started, "both pods to start", 60, poll=0.05)
+    assert logs.cmd_logs_all(ops, follow=follow) == 0  # following, it returns once both pods have ended
+    printed = capsys.readouterr().out.splitlines()
+    for rank in (0, 1):
+        mine = [line.removeprefix(f"[rank {rank}] ") for line in printed if line.startswith(f"[rank {rank}] ")]
+        assert mine == one_shot.kubelet.pod(rank).log.splitlines()
