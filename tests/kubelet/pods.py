@@ -36,11 +36,11 @@ from flux_minicluster.config.spec import MiniClusterSpec
 from tests.auto_names import auto_name
 from tests.kube_api.in_cluster import InCluster
 from tests.kube_api.server import StandIn
+from tests.kubelet import runtime
 from tests.kubelet.network import PodNetwork
 from tests.kubelet.pod import Container, Pod, wait_until
 from tests.kubelet.volumes import Manifest, Volumes, container_env
 
-CONTAINER = Path(__file__).with_name("container.sh")
 FLUX = Path("/opt/flux/bin/flux")
 """Real flux-core, from ../shared/flux/install.sh."""
 INSTALL_FLUX = "../shared/flux/install.sh"
@@ -97,13 +97,9 @@ class Kubelet:
         self.job = next(obj for obj in self.objects if obj["kind"] == "Job")
         self.pod_spec: Manifest = self.job["spec"]["template"]["spec"]
         self.container: Manifest = next(c for c in self.pod_spec["containers"] if c["name"] == BROKER_CONTAINER)
-        identity = self.pod_spec.get("securityContext", {})
-        self.user: tuple[int, int, int] | None = None
-        """The pod's runAsUser, runAsGroup and supplementary group (its fsGroup), if it sets a user."""
-        if "runAsUser" in identity:
-            group = identity.get("runAsGroup", 0)
-            self.user = (identity["runAsUser"], group, identity.get("fsGroup", group))
-        self.volumes = Volumes(self.tmp / "cluster", self.objects, identity.get("fsGroup"))
+        self.user = runtime.pod_user(self.pod_spec)
+        fs_group = self.pod_spec.get("securityContext", {}).get("fsGroup")
+        self.volumes = Volumes(self.tmp / "cluster", self.objects, fs_group)
 
     def reach(self, stand_in: StandIn) -> InCluster:
         """From now on the pods reach `stand_in` as they reach the API server: its address in their
@@ -210,8 +206,7 @@ class Kubelet:
             "HOSTNAME": sandbox.hostname, "JOB_COMPLETION_INDEX": str(sandbox.index), "metadata.name": sandbox.name,
             "metadata.namespace": self.namespace, "status.podIP": sandbox.address, "spec.nodeName": "node-0",
         }  # fmt: skip
-        home = "/root" if self.user is None or self.user[0] == 0 else "/"
-        env = {**container_env(container, self.volumes, fields, home), **env}
+        env = {**container_env(container, self.volumes, fields, runtime.home(self.user)), **env}
         if self.api is not None:  # as the kubelet tells every pod where the API server is
             env.update(KUBERNETES_SERVICE_HOST=self.api.host, KUBERNETES_SERVICE_PORT=str(self.api.port))
         main = container is self.container
@@ -220,18 +215,16 @@ class Kubelet:
         log = directory / "log"
         log.touch(mode=0o644)
         workdir = container.get("workingDir", "/")
-        command = [
-            "nsenter", f"--net=/run/netns/{sandbox.namespace}", "unshare", "--mount", "--uts", "--pid", "--fork",
-            "--kill-child", "--mount-proc", "bash", str(CONTAINER), "--hostname", sandbox.hostname,
-            "--dns", str(self.network.dns_dir), "--scratch", str(directory / "scratch"), "--workdir", workdir,
-            *self._mounts(container, sandbox.directory), *self._automounted(container), *self._as_user(),
-            *(["--gate", str(gate)] if gate else []),
-            "--", *container["command"], *container.get("args", []),
-        ]  # fmt: skip
+        options = [*self._mounts(container, sandbox.directory), *self._automounted(container),
+                   *runtime.user_options(self.user), *(["--gate", str(gate)] if gate else [])]  # fmt: skip
+        command = ["nsenter", f"--net=/run/netns/{sandbox.namespace}", *runtime.container_command(
+            sandbox.hostname, self.network.dns_dir, directory / "scratch", workdir, options,
+            [*container["command"], *container.get("args", [])])]  # fmt: skip
         with log.open("ab") as output:  # appended: writes through /proc/1/fd/2 land after it, never over it
             process = subprocess.Popen(command, env=env, stdout=output, stderr=output, stdin=subprocess.DEVNULL)
         env_args = [f"{key}={value}" for key, value in env.items()]
-        return Container(container["name"], process, log, [*self._setpriv(), "env", "-i", "-C", workdir, *env_args])
+        exec_prefix = [*runtime.setpriv(self.user), "env", "-i", "-C", workdir, *env_args]
+        return Container(container["name"], process, log, exec_prefix)
 
     def _reap(self, name: str, pod: Pod) -> None:
         pod.main.process.wait()
@@ -251,16 +244,6 @@ class Kubelet:
                 source = source / mount["subPath"]
             args += ["--mount", str(source), mount["mountPath"], "ro" if mount.get("readOnly") else "rw"]
         return args
-
-    def _as_user(self) -> list[str]:
-        return [] if self.user is None else ["--user", *map(str, self.user)]
-
-    def _setpriv(self) -> list[str]:
-        if self.user is None:
-            return []
-        user, group, groups = self.user
-        return ["setpriv", f"--reuid={user}", f"--regid={group}", f"--groups={groups}", "--no-new-privs",
-                "--inh-caps=-all", "--bounding-set=-all", "--"]  # fmt: skip
 
     def pod(self, index: int) -> Pod:
         """The newest pod of `index`."""

@@ -10,8 +10,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+from tests.kubelet import runtime
 from tests.kubelet.pod import Container, Pod
-from tests.kubelet.pods import CONTAINER
 from tests.kubelet.volumes import Manifest, Volumes, container_env
 
 
@@ -29,21 +29,16 @@ def run(pod: Manifest, directory: Path, dns_dir: Path) -> Pod:
         source.mkdir(parents=True, mode=0o777)
         source.chmod(0o777)
         mounts += ["--mount", str(source), mount["mountPath"], "ro" if mount.get("readOnly") else "rw"]
-    identity = spec.get("securityContext", {})
-    user = [str(identity.get(key, 0)) for key in ("runAsUser", "runAsGroup", "fsGroup")]
-    as_user = ["--user", *user] if "runAsUser" in identity else []
+    user = runtime.pod_user(spec)
     fields = {"HOSTNAME": name, "JOB_COMPLETION_INDEX": "", "metadata.name": name}
-    env = container_env(container, Volumes(directory, [], None), fields, "/root")
+    env = container_env(container, Volumes(directory, [], None), fields, runtime.home(user))
     log = directory / "log"
-    command = [
-        "unshare", "--net", "--mount", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc",
-        "bash", str(CONTAINER), "--hostname", name, "--dns", str(dns_dir), "--scratch", str(directory / "scratch"),
-        *mounts, *as_user, "--", *container["command"], *container.get("args", []),
-    ]  # fmt: skip
+    command = ["unshare", "--net", *runtime.container_command(
+        name, dns_dir, directory / "scratch", container.get("workingDir", "/"), [*mounts, *runtime.user_options(user)],
+        [*container["command"], *container.get("args", [])])]  # fmt: skip
     with log.open("ab") as output:
         process = subprocess.Popen(command, env=env, stdout=output, stderr=output, stdin=subprocess.DEVNULL)
-    setpriv = ["setpriv", f"--reuid={user[0]}", f"--regid={user[1]}", f"--groups={user[2]}", "--"] if as_user else []
-    exec_prefix = [*setpriv, "env", "-i", *[f"{key}={value}" for key, value in env.items()]]
+    exec_prefix = [*runtime.setpriv(user), "env", "-i", *[f"{key}={value}" for key, value in env.items()]]
     main = Container(container["name"], process, log, exec_prefix)
     started = Pod(name, name, main, {}, [])
     started.pid  # noqa: B018 -- started: PID 1 exists (or the pod failed, and says why)
