@@ -28,11 +28,10 @@ import urllib.request
 from pathlib import Path
 
 try:
-    from tests.engines.versions import INSTALL, KUBERNETES_BIN, STREAMING_BIN
+    from tests.engines.versions import KUBERNETES_BIN, STREAMING_BIN, not_built
 except ModuleNotFoundError:  # run as a script (.ci/run), where its own folder is on the path
-    from versions import INSTALL, KUBERNETES_BIN, STREAMING_BIN  # type: ignore[no-redef,import-not-found]
+    from versions import KUBERNETES_BIN, STREAMING_BIN, not_built  # type: ignore[no-redef,import-not-found]
 
-BIN = KUBERNETES_BIN
 SERVICE_RANGE = "10.96.0.0/16"
 """The Services' virtual addresses: data in the API server only, never a destination of any packet here."""
 CONTROLLERS = "job-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller," \
@@ -46,9 +45,8 @@ through the test kubelet's relay inside the pod network (tests/kubelet/node.py).
 
 def missing() -> str | None:
     """Why the control plane (and the test kubelet's streaming server beside it) cannot start here."""
-    wanted = [BIN / name for name in ENGINES_BUILT] + [STREAMING_BIN / "kubelet-streaming"]
-    absent = [str(path) for path in wanted if not path.exists()]
-    return f"the real engines are not built ({', '.join(absent)}): run {INSTALL}" if absent else None
+    wanted = [KUBERNETES_BIN / name for name in ENGINES_BUILT] + [STREAMING_BIN / "kubelet-streaming"]
+    return not_built("the real Kubernetes control plane", wanted)
 
 
 def free_port() -> int:
@@ -117,7 +115,7 @@ class ControlPlane:
 
     def _start(self, name: str, *argv: str) -> None:
         log = (self.directory / f"{name}.log").open("ab")
-        self.processes.append(subprocess.Popen([str(BIN / name), *argv], stdout=log, stderr=log,
+        self.processes.append(subprocess.Popen([str(KUBERNETES_BIN / name), *argv], stdout=log, stderr=log,
                                                stdin=subprocess.DEVNULL, start_new_session=True))  # fmt: skip
 
     def _etcd(self) -> None:

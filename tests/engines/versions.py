@@ -50,6 +50,12 @@ STREAMING_BIN = ENGINES / "kubelet-streaming" / "bin"
 INSTALL = "tests/engines/install.sh"
 
 
+def not_built(engine: str, wanted: list[Path]) -> str | None:
+    """Why `engine` cannot run here, if any of its `wanted` files is missing: the command that builds it."""
+    absent = [str(path) for path in wanted if not path.exists()]
+    return f"{engine} is not built ({', '.join(absent)}): run {INSTALL}" if absent else None
+
+
 def shell() -> str:
     values = {
         "KUBERNETES": KUBERNETES, "PULUMI": PULUMI, "PULUMI_PYTHON_HOST": PULUMI_PYTHON_HOST,

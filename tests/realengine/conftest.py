@@ -22,6 +22,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.realengine)
 
 
+def required(why: str | None) -> None:
+    """An engine this test needs is missing (`why`): a skip with the command that builds it; in CI,
+    which runs every real-engine test, a failure."""
+    if why is None:
+        return
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI runs every real-engine test: {why}")
+    pytest.skip(why)
+
+
 @pytest.fixture(scope="session")
 def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlPlane]:
     """The control plane `.ci/run` started (MC_CONTROL_PLANE), else one of this session's own (each pytest
@@ -30,11 +40,7 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
     if running:  # started by .ci/run for the whole run
         yield ControlPlane.attach(Path(running))
         return
-    why = missing()
-    if why is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI runs every real-engine test: {why}")
-        pytest.skip(why)
+    required(missing())
     plane = ControlPlane(tmp_path_factory.mktemp("control-plane"))
     yield plane
     plane.stop()
@@ -97,11 +103,7 @@ def stack_on_node(
     outcome (the namespace's deletion takes whatever a failed test left)."""
     from tests.realengine.pulumi_stack import StackOnNode, missing
 
-    why = missing()
-    if why is not None:
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"CI runs every real-engine test: {why}")
-        pytest.skip(why)
+    required(missing())
     made: list[StackOnNode] = []
 
     def make(name: str, pinned: bool = False, **config: Any) -> StackOnNode:

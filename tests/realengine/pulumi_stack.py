@@ -23,7 +23,7 @@ from kubernetes import client
 
 from flux_minicluster.config.loader import load_spec
 from tests.engines.control_plane import ControlPlane
-from tests.engines.versions import INSTALL, PROVIDER_BIN, PULUMI_BIN
+from tests.engines.versions import PROVIDER_BIN, PULUMI_BIN, not_built
 from tests.harness import ROOT
 from tests.kubelet.node import NODE_LABEL, Node
 from tests.kubelet.pods import Kubelet
@@ -38,8 +38,7 @@ UP_TIMEOUT = 300
 def missing() -> str | None:
     """Why the Pulumi engine cannot run here, if it cannot."""
     wanted = [PULUMI_BIN / "pulumi", PULUMI_BIN / "pulumi-language-python", PROVIDER_BIN / "pulumi-resource-kubernetes"]
-    absent = [str(path) for path in wanted if not path.exists()]
-    return f"the real Pulumi engine is not built ({', '.join(absent)}): run {INSTALL}" if absent else None
+    return not_built("the real Pulumi engine", wanted)
 
 
 def encrypted(value: Any) -> bool:
