@@ -74,6 +74,17 @@ def create(api: client.ApiClient, obj: dict[str, Any]) -> Any:
 
 
 @pytest.fixture
+def minicluster_ops(control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch) -> Callable[[Any], Any]:
+    """The `minicluster` command's view of a cluster of this test (on_node.NodeCluster), its client made
+    as the command makes it, from KUBECONFIG: the control plane's admin."""
+    from flux_minicluster.cluster import kube
+    from flux_minicluster.ops import cli
+
+    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
+    return lambda cluster: cli.Cluster(kube.api_client(None), cluster.kubelet.spec)
+
+
+@pytest.fixture
 def on_node(
     admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_flux: None
 ) -> Iterator[Callable[..., Any]]:

@@ -6,15 +6,14 @@ cluster."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kubernetes import client
 
 from flux_minicluster.builders.names import BROKER_CONTAINER
-from flux_minicluster.cluster import kube
 from flux_minicluster.cluster.kube import run_in_pod
 from flux_minicluster.ops import cli, logs
-from tests.engines.control_plane import ControlPlane
 from tests.kubelet.pod import wait_until
 from tests.realengine.on_node import OnNode
 
@@ -45,10 +44,9 @@ def test_a_command_run_over_the_exec_api_runs_in_the_container_with_its_output_a
 
 
 def test_minicluster_exec_runs_flux_in_rank_0_and_logs_shows_its_log(
-    cluster: OnNode, control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    cluster: OnNode, minicluster_ops: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    ops = cli.Cluster(kube.api_client(None), cluster.kubelet.spec)
+    ops = minicluster_ops(cluster)
     assert cli.cmd_exec(ops, 0, ["flux", "getattr", "size"]) == 0
     assert capsys.readouterr().out == "2\n"
     assert cli.cmd_exec(ops, 1, ["flux", "getattr", "rank"]) == 0
@@ -56,10 +54,9 @@ def test_minicluster_exec_runs_flux_in_rank_0_and_logs_shows_its_log(
 
 
 def test_minicluster_status_shows_flux_s_own_view_read_over_exec(
-    cluster: OnNode, control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    cluster: OnNode, minicluster_ops: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    ops = cli.Cluster(kube.api_client(None), cluster.kubelet.spec)
+    ops = minicluster_ops(cluster)
     assert cli.cmd_status(ops, cli.Console(width=200)) == 0
     said = capsys.readouterr().out
     assert "not available" not in said
@@ -69,10 +66,9 @@ def test_minicluster_status_shows_flux_s_own_view_read_over_exec(
 
 
 def test_minicluster_logs_prints_rank_0s_log_as_the_kubelet_wrote_it(
-    cluster: OnNode, control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    cluster: OnNode, minicluster_ops: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    ops = cli.Cluster(kube.api_client(None), cluster.kubelet.spec)
+    ops = minicluster_ops(cluster)
     written = cluster.rank0.log
     assert logs.cmd_logs(ops, 0, follow=False) == 0
     assert capsys.readouterr().out.startswith(written)
@@ -80,12 +76,11 @@ def test_minicluster_logs_prints_rank_0s_log_as_the_kubelet_wrote_it(
 
 @pytest.mark.parametrize("follow", [False, True])
 def test_minicluster_logs_all_follows_every_rank_to_its_end(
-    on_node: Callable[..., OnNode], control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch,
+    on_node: Callable[..., OnNode], minicluster_ops: Callable[..., Any],
     capsys: pytest.CaptureFixture[str], follow: bool,
 ) -> None:  # fmt: skip
     one_shot = on_node(size=2, command="hostname")
-    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    ops = cli.Cluster(kube.api_client(None), one_shot.kubelet.spec)
+    ops = minicluster_ops(one_shot)
     if not follow:
         wait_until(lambda: one_shot.condition("Complete") == "True", "the Job to complete", 60, poll=0.3)
     else:  # while they run, or as soon as they have

@@ -5,13 +5,12 @@ stack: test_pulumi_dev_stack.py.)"""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from flux_minicluster.cluster import kube
 from flux_minicluster.cluster.waiting import Clock
 from flux_minicluster.ops import cli
-from tests.engines.control_plane import ControlPlane
 from tests.harness import example
 from tests.realengine.on_node import OnNode
 
@@ -24,10 +23,9 @@ def cluster(on_node: Callable[..., OnNode]) -> OnNode:
 
 
 def test_minicluster_wait_follows_the_real_job_to_its_end_and_exits_0(
-    cluster: OnNode, control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    cluster: OnNode, minicluster_ops: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    ops = cli.Cluster(kube.api_client(None), cluster.kubelet.spec)
+    ops = minicluster_ops(cluster)
     assert cli.cmd_wait(ops, cli.Console(width=200), 90, Clock(poll=0.2)) == 0
     assert "the job completed" in capsys.readouterr().out
     assert cli.cmd_list(ops, cli.Console(width=200)) == 0

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-from flux_minicluster.cluster import kube
 from flux_minicluster.ops import cli
-from tests.engines.control_plane import ControlPlane
 from tests.harness import example
 from tests.kubelet.pod import wait_until
 from tests.realengine.pulumi_stack import StackOnNode
@@ -29,19 +28,17 @@ def interactive(stack_on_node: Callable[..., StackOnNode]) -> StackOnNode:
 
 
 @pytest.fixture
-def minicluster(interactive: StackOnNode, control_plane: ControlPlane) -> Iterator[Callable[..., tuple[int, str]]]:
+def minicluster(interactive: StackOnNode, minicluster_ops: Callable[..., Any]) -> Callable[..., tuple[int, str]]:
     """`minicluster exec -- ARGV` in rank RANK, against the stack's cluster: (its exit status, its output)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-        ops = cli.Cluster(kube.api_client(None), interactive.kubelet.spec)
+    ops = minicluster_ops(interactive)
 
-        def run(*argv: str, rank: int = 0) -> tuple[int, str]:
-            printed = io.StringIO()
-            with contextlib.redirect_stdout(printed):
-                code = cli.cmd_exec(ops, rank, list(argv))
-            return code, printed.getvalue()
+    def run(*argv: str, rank: int = 0) -> tuple[int, str]:
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            code = cli.cmd_exec(ops, rank, list(argv))
+        return code, printed.getvalue()
 
-        yield run
+    return run
 
 
 def online_ranks(minicluster: Callable[..., tuple[int, str]]) -> str:
