@@ -2,34 +2,13 @@
 
 import pulumi
 
-from flux_minicluster.builders import object_limits
-from flux_minicluster.cluster import admission
-from flux_minicluster.config.loader import ConfigError, load_spec
-from flux_minicluster.resources.minicluster import MiniCluster, MiniClusterArgs, stack_config, stack_secret_keys
+from flux_minicluster.resources.minicluster import MiniCluster, MiniClusterArgs
+from flux_minicluster.resources.program import checked_spec, stack_config, stack_secret_keys
 
-try:
-    spec = load_spec(stack_config(), pulumi.get_stack(), stack_secret_keys())
-    object_limits.check(spec)
-except ConfigError as error:
-    # Validated before any resource is declared: a bad config creates nothing.
-    raise pulumi.RunError(str(error)) from None
-
+# Validated, and asked of the cluster, before any resource is declared: a refusal creates nothing.
 kube_context = pulumi.Config("kubernetes").get("context")
-verdict = admission.check(spec, kube_context)  # before any resource too: a refusal creates nothing
-for warning in verdict.warnings:
-    pulumi.log.warn(warning)
-if verdict.refused:
-    raise pulumi.RunError(verdict.refused)
-
+spec = checked_spec(stack_config(), pulumi.get_stack(), stack_secret_keys(), kube_context)
 cluster = MiniCluster(spec.name, MiniClusterArgs(spec=spec, kube_context=kube_context))
-
-pulumi.export("name", cluster.cluster_name)
-pulumi.export("namespace", cluster.namespace)
-pulumi.export("size", cluster.size)
-pulumi.export("serviceName", cluster.service_name)
-pulumi.export("jobName", cluster.job_name)
-pulumi.export("rank0Hostname", cluster.rank0_hostname)
-pulumi.export("publicKey", cluster.public_key)
-pulumi.export("logsCommand", cluster.logs_command)
-if cluster.api_service_name is not None:
-    pulumi.export("apiServiceName", cluster.api_service_name)
+for key, value in cluster.outputs().items():
+    if value is not None:
+        pulumi.export(key, value)

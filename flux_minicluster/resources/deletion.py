@@ -9,10 +9,10 @@ import json
 from typing import Any, ClassVar
 
 import pulumi
-from pulumi.dynamic import CreateResult, Resource, UpdateResult
+from pulumi.dynamic import CreateResult, UpdateResult
 from pydantic import Field
 
-from flux_minicluster.resources.wire import WireInputs, WireProvider, failing_as
+from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, failing_as
 
 IDENTITY = ("completionMode", "successPolicy", "podFailurePolicy", "template")
 """The Job's fields that Kubernetes does not let change: a change of one is a new Job."""
@@ -60,8 +60,12 @@ def identity(job_manifest: Any) -> pulumi.Output[str]:
     return pulumi.Output.from_input(job_manifest).apply(digest)
 
 
-class JobDeletion(Resource, module="minicluster", name="JobDeletion"):
+class JobDeletion(WireResource, module="minicluster", name="JobDeletion"):
     """Waits, when deleted, until the elastic Job and its pods are gone."""
 
-    def __init__(self, name: str, inputs: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(JobDeletionProvider(), name, inputs, opts)
+    PROVIDER = JobDeletionProvider
+
+    def __init__(
+        self, name: str, inputs: dict[str, Any], opts: pulumi.ResourceOptions | None = None, *, packaged: bool = False
+    ) -> None:
+        super().__init__(name, inputs, opts, packaged=packaged)

@@ -24,7 +24,6 @@ import pulumi
 from pulumi.dynamic import (
     CreateResult,
     ReadResult,
-    Resource,
     UpdateResult,
 )
 from pulumi.runtime import rpc
@@ -33,7 +32,7 @@ from pydantic import Field
 from flux_minicluster.builders import manifests
 from flux_minicluster.config import certificate
 from flux_minicluster.config.spec import MiniClusterSpec
-from flux_minicluster.resources.wire import WireInputs, WireProvider, plain
+from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, plain
 
 OUTPUTS = ("certificate", "publicKey")
 
@@ -136,28 +135,33 @@ def certificate_inputs(spec: MiniClusterSpec, kube_context: str | None = None, *
     return inputs.to_wire()
 
 
-class CurveCertificate(Resource, module="minicluster", name="CurveCertificate"):
+class CurveCertificate(WireResource, module="minicluster", name="CurveCertificate"):
     """The certificate from a keygen pod."""
 
+    PROVIDER = KeygenPodProvider
     certificate: pulumi.Output[str]
     publicKey: pulumi.Output[str]
 
     def __init__(
-        self, name: str, spec: MiniClusterSpec, kube_context: str | None, opts: pulumi.ResourceOptions | None = None
-    ) -> None:
+        self, name: str, spec: MiniClusterSpec, kube_context: str | None, opts: pulumi.ResourceOptions | None = None,
+        *, packaged: bool = False,
+    ) -> None:  # fmt: skip
         props = {**certificate_inputs(spec, kube_context, pod=True), **dict.fromkeys(OUTPUTS)}
-        super().__init__(KeygenPodProvider(), name, props, _secret(opts))
+        super().__init__(name, props, _secret(opts), packaged=packaged)
 
 
-class LocalCurveCertificate(Resource, module="minicluster", name="LocalCurveCertificate"):
+class LocalCurveCertificate(WireResource, module="minicluster", name="LocalCurveCertificate"):
     """The certificate made with pyzmq, kept in state."""
 
+    PROVIDER = LocalKeygenProvider
     certificate: pulumi.Output[str]
     publicKey: pulumi.Output[str]
 
-    def __init__(self, name: str, spec: MiniClusterSpec, opts: pulumi.ResourceOptions | None = None) -> None:
+    def __init__(
+        self, name: str, spec: MiniClusterSpec, opts: pulumi.ResourceOptions | None = None, *, packaged: bool = False
+    ) -> None:
         props = {**certificate_inputs(spec, pod=False), **dict.fromkeys(OUTPUTS)}
-        super().__init__(LocalKeygenProvider(), name, props, _secret(opts))
+        super().__init__(name, props, _secret(opts), packaged=packaged)
 
 
 def _secret(opts: pulumi.ResourceOptions | None) -> pulumi.ResourceOptions:

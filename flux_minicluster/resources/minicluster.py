@@ -26,6 +26,7 @@ from flux_minicluster.builders import admission_policy, autoscaling, manifests, 
 from flux_minicluster.builders.names import INDEX_LABEL, labels
 from flux_minicluster.config import lifecycle
 from flux_minicluster.config.certificate import parse
+from flux_minicluster.config.outputs import OUTPUTS
 from flux_minicluster.config.spec import MiniClusterSpec
 from flux_minicluster.resources.deletion import JobDeletion, identity
 from flux_minicluster.resources.keygen import CurveCertificate, LocalCurveCertificate
@@ -45,6 +46,9 @@ class MiniClusterArgs:
     kube_context: str | None = None
     """kubeconfig context for the keygen pod; pass the `kubernetes:context` setting so the keygen pod
     and the Kubernetes provider talk to the same cluster. None: the kubeconfig's current context."""
+    packaged: bool = False
+    """True when the component package's provider declares it for another language's program: its
+    keygen, scale, scheduling and deletion resources are then the package's own types (wire.py)."""
 
 
 class MiniCluster(pulumi.ComponentResource):
@@ -84,7 +88,7 @@ class MiniCluster(pulumi.ComponentResource):
         )
         # A queue (e.g. Kueue) resumes a suspended Job by setting spec.suspend: Pulumi must not undo that.
         ignore = (["spec.suspend"] if spec.suspend else []) + (JOB_SIZE_FIELDS if spec.elastic else [])
-        deleted_first = [self._job_deletion(name, spec, job_manifest, args.kube_context)] if spec.elastic else []
+        deleted_first = [self._job_deletion(name, args, job_manifest)] if spec.elastic else []
         # replace_with: the engine deletes a dependent before a delete-before-replace resource only when
         # it is replaced with it; a dependsOn edge alone is not enough (the JobDeletion would wait for a
         # Job that nothing deletes).
@@ -94,9 +98,9 @@ class MiniCluster(pulumi.ComponentResource):
             replace_with=deleted_first or None,
         )  # fmt: skip
         if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
-            self._scheduling_guard(name, spec, job_manifest, args.kube_context)
+            self._scheduling_guard(name, args, job_manifest)
         if spec.elastic:
-            self._scale(name, spec, job, scale_config.metadata.name, args.kube_context)
+            self._scale(name, args, job, scale_config.metadata.name)
 
         self.cluster_name = pulumi.Output.from_input(spec.name)
         self.namespace = job.metadata.namespace
@@ -109,19 +113,16 @@ class MiniCluster(pulumi.ComponentResource):
             "kubectl logs -f -n ", job.metadata.namespace, " -c ", manifests.BROKER_CONTAINER,
             " -l job-name=", job.metadata.name, f",{INDEX_LABEL}=0",
         )  # fmt: skip
-        self.register_outputs(
-            {
-                "name": self.cluster_name,
-                "namespace": self.namespace,
-                "size": self.size,
-                "serviceName": self.service_name,
-                "jobName": self.job_name,
-                "rank0Hostname": self.rank0_hostname,
-                "publicKey": self.public_key,
-                "logsCommand": self.logs_command,
-                "apiServiceName": self.api_service_name,
-            }
-        )
+        self.register_outputs(self.outputs())
+
+    def outputs(self) -> dict[str, pulumi.Output[Any] | None]:
+        """By output key (config/outputs.py); None: this cluster has no such output."""
+        values = {
+            "name": self.cluster_name, "namespace": self.namespace, "size": self.size,
+            "serviceName": self.service_name, "jobName": self.job_name, "rank0Hostname": self.rank0_hostname,
+            "publicKey": self.public_key, "logsCommand": self.logs_command, "apiServiceName": self.api_service_name,
+        }  # fmt: skip
+        return {output.key: values[output.key] for output in OUTPUTS}
 
     def _config_secret(self, name: str, spec: MiniClusterSpec) -> pulumi.Output[str] | None:
         """The values of the stack's secret config keys, as secret Outputs: Pulumi encrypts them in its
@@ -176,11 +177,10 @@ class MiniCluster(pulumi.ComponentResource):
             for manifest in manifests_
         ]
 
-    def _scheduling_guard(
-        self, name: str, spec: MiniClusterSpec, job_manifest: manifests.Manifest, kube_context: str | None
-    ) -> SchedulingGuard:
+    def _scheduling_guard(self, name: str, args: MiniClusterArgs, job_manifest: manifests.Manifest) -> SchedulingGuard:
         """Beside the Job, not after it: it must act while the provider still awaits the Job. It waits
         for what the Job waits for (the Secret, ConfigMaps and Service), through the Job's revision."""
+        spec, kube_context = args.spec, args.kube_context
         # The Job's URN as Pulumi forms it (parent, project, stack). From this component's URN alone: a
         # dependency on the component itself would be a cycle, since the guard is one of its children.
         own_urn: pulumi.Output[str] = pulumi.Output.from_input(self.urn.future())  # type: ignore[arg-type]
@@ -193,42 +193,41 @@ class MiniCluster(pulumi.ComponentResource):
         # It watches a new Job's first pods; growing an elastic Job is the Scale's to watch. (A replaced
         # Job starts at the size Pulumi keeps for it, the one kept here too.)
         ignore = ["size"] if spec.elastic else []
-        return SchedulingGuard(f"{name}-scheduling", inputs, pulumi.ResourceOptions(parent=self, ignore_changes=ignore))
+        opts = pulumi.ResourceOptions(parent=self, ignore_changes=ignore)
+        return SchedulingGuard(f"{name}-scheduling", inputs, opts, packaged=args.packaged)
 
-    def _job_deletion(
-        self, name: str, spec: MiniClusterSpec, job_manifest: manifests.Manifest, kube_context: str | None
-    ) -> JobDeletion:
+    def _job_deletion(self, name: str, args: MiniClusterArgs, job_manifest: manifests.Manifest) -> JobDeletion:
         """Before the elastic Job, so that it is deleted after it: its delete waits for the Job's pods."""
+        spec = args.spec
         inputs = {
             "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"),
             "identity": identity(job_manifest), "timeout": lifecycle.POD_GRACE + lifecycle.DELETION_MARGIN,
-            "kubeContext": kube_context,
+            "kubeContext": args.kube_context,
         }  # fmt: skip
         opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
-        return JobDeletion(f"{name}-job-deletion", inputs, opts)
+        return JobDeletion(f"{name}-job-deletion", inputs, opts, packaged=args.packaged)
 
-    def _scale(
-        self, name: str, spec: MiniClusterSpec, job: Any, scale_config: pulumi.Output[str], kube_context: str | None
-    ) -> Scale:
+    def _scale(self, name: str, args: MiniClusterArgs, job: Any, scale_config: pulumi.Output[str]) -> Scale:
         """After the Job (its uid is an input: a replaced Job is resized too). With a suspended Job it
         waits for the queue to admit it, within jobTimeout."""
+        spec = args.spec
         inputs = {
             "namespace": spec.namespace, "job": job.metadata.name, "jobUid": job.metadata.uid,
             "scaleConfig": scale_config, "selector": labels(spec, "broker"), "size": spec.size,
             "minSize": spec.min_size, "maxSize": spec.largest_size, "shrinkPolicy": spec.shrink_policy,
             "shrinkTimeout": spec.shrink_timeout, "jobTimeout": spec.job_timeout,
-            "scheduleTimeout": spec.schedule_timeout, "kubeContext": kube_context,
+            "scheduleTimeout": spec.schedule_timeout, "kubeContext": args.kube_context,
             **({"autoscale": True} if spec.autoscale.enabled else {}),  # absent: older stacks see no change
         }  # fmt: skip
-        return Scale(f"{name}-size", inputs, pulumi.ResourceOptions(parent=self))
+        return Scale(f"{name}-size", inputs, pulumi.ResourceOptions(parent=self), packaged=args.packaged)
 
     def _curve_certificate(self, name: str, args: MiniClusterArgs) -> _Certificate:
         spec, opts = args.spec, pulumi.ResourceOptions(parent=self)
         if spec.curve_certificate is not None:
             return _ProvidedCertificate(spec)
         if spec.keygen == "local":
-            return LocalCurveCertificate(f"{name}-curve-certificate", spec, opts)
-        return CurveCertificate(f"{name}-curve-certificate", spec, args.kube_context, opts)
+            return LocalCurveCertificate(f"{name}-curve-certificate", spec, opts, packaged=args.packaged)
+        return CurveCertificate(f"{name}-curve-certificate", spec, args.kube_context, opts, packaged=args.packaged)
 
     def _named(self, kind: Any, resource_name: str, manifest: manifests.Manifest, **options: Any) -> Any:
         """The Job and the Service keep their names: hostnames and DNS records derive from them. A
@@ -269,19 +268,3 @@ class _ProvidedCertificate:
 
 def _snake(key: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
-
-
-def stack_config() -> dict[str, Any]:
-    """Every config value of the running stack, as the engine hands it to the program."""
-    from pulumi.runtime import config
-
-    return {**config.get_config_env(), **config.CONFIG.get()}
-
-
-def stack_secret_keys() -> set[str]:
-    """The config keys the stack marks secret: the engine lists them in PULUMI_CONFIG_SECRET_KEYS (a
-    nested secret, set with --path, marks its whole top-level key), and set_all_config records them."""
-    from pulumi.runtime import config
-
-    listed = set(config.get_config_secret_keys_env())
-    return listed | {key for key in stack_config() if config.is_config_secret(key)}

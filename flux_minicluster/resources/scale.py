@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any, ClassVar, Literal
 
 import pulumi
-from pulumi.dynamic import CreateResult, ReadResult, Resource, UpdateResult
+from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from pydantic import Field
 
-from flux_minicluster.resources.wire import WireInputs, WireProvider, failing_as
+from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, failing_as
 
 
 class ScaleInputs(WireInputs):
@@ -93,11 +93,14 @@ def _resize(inputs: ScaleInputs) -> str:
         return "\n".join(scale.resize(kube.api_client(inputs.kube_context), want))
 
 
-class Scale(Resource, module="minicluster", name="Scale"):
+class Scale(WireResource, module="minicluster", name="Scale"):
     """The running size of an elastic MiniCluster's Job."""
 
+    PROVIDER = ScaleProvider
     outcome: pulumi.Output[str]
     """What the last create or update did, line by line (the same lines are in rank 0's log)."""
 
-    def __init__(self, name: str, inputs: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(ScaleProvider(), name, {**inputs, "outcome": None}, opts)
+    def __init__(
+        self, name: str, inputs: dict[str, Any], opts: pulumi.ResourceOptions | None = None, *, packaged: bool = False
+    ) -> None:
+        super().__init__(name, {**inputs, "outcome": None}, opts, packaged=packaged)

@@ -15,12 +15,11 @@ import pulumi
 from pulumi.dynamic import (
     CreateResult,
     ReadResult,
-    Resource,
     UpdateResult,
 )
 from pydantic import Field
 
-from flux_minicluster.resources.wire import WireInputs, WireProvider, failing_as
+from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, failing_as
 
 
 class GuardInputs(WireInputs):
@@ -73,10 +72,13 @@ def revision(job_manifest: Any) -> pulumi.Output[str]:
     return pulumi.Output.from_input(job_manifest).apply(digest)
 
 
-class SchedulingGuard(Resource, module="minicluster", name="SchedulingGuard"):
+class SchedulingGuard(WireResource, module="minicluster", name="SchedulingGuard"):
     """Stops the Job when its pods cannot be scheduled within scheduleTimeout."""
 
+    PROVIDER = SchedulingGuardProvider
     outcome: pulumi.Output[str]
 
-    def __init__(self, name: str, inputs: dict[str, Any], opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__(SchedulingGuardProvider(), name, {**inputs, "outcome": None}, opts)
+    def __init__(
+        self, name: str, inputs: dict[str, Any], opts: pulumi.ResourceOptions | None = None, *, packaged: bool = False
+    ) -> None:
+        super().__init__(name, {**inputs, "outcome": None}, opts, packaged=packaged)

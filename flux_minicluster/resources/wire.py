@@ -9,7 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar, Self
 
-from pulumi.dynamic import CheckFailure, CheckResult, DiffResult, ResourceProvider
+import pulumi
+from pulumi.dynamic import CheckFailure, CheckResult, DiffResult, Resource, ResourceProvider
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -84,6 +85,33 @@ class WireProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         return self.INPUTS.diff_wire(olds, news)
+
+
+PACKAGE = "minicluster"
+"""The component package's name: the first part of its type tokens."""
+
+
+class WireResource(Resource):
+    """A resource served by a WireProvider. In a Python program it is a dynamic resource (its provider
+    pickled into the state and run on the program's own Python). When the component package hosts the
+    MiniCluster for another language's program (`packaged`), it is the package's own type,
+    `minicluster:index:<name>`, served by the package's plugin: a dynamic one would need the calling
+    program's Python to hold this package, which a YAML or TypeScript program's does not."""
+
+    PROVIDER: ClassVar[type[WireProvider]]
+    package_type: ClassVar[str]
+
+    def __init_subclass__(cls, module: str = "", name: str = "Resource", **kwargs: Any) -> None:
+        super().__init_subclass__(module=module, name=name, **kwargs)
+        cls.package_type = f"{PACKAGE}:index:{name}"
+
+    def __init__(
+        self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None, *, packaged: bool
+    ) -> None:
+        if packaged:
+            pulumi.CustomResource.__init__(self, self.package_type, name, props, opts)
+        else:
+            super().__init__(self.PROVIDER(), name, props, opts)
 
 
 @contextmanager

@@ -62,6 +62,18 @@ language_host() {
       github.com/pulumi/pulumi/sdk/v3/python/cmd/pulumi-language-python)
 }
 
+# Pulumi YAML's host, for the component package's YAML example: a process of its own, built with the
+# pkg/v3 its release asks for (its code does not build against the CLI's newer one).
+yaml_host() {
+  [[ -x $cli_bin/pulumi-language-yaml ]] && return
+  echo "== the Pulumi YAML language host $PULUMI_YAML"
+  wrapper "$MC_ENGINES/build/pulumi-language-yaml-$PULUMI_YAML" \
+    "github.com/pulumi/pulumi-yaml v$PULUMI_YAML" github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml
+  (cd "$MC_ENGINES/build/pulumi-language-yaml-$PULUMI_YAML" &&
+    go build -trimpath -ldflags "-X github.com/pulumi/pulumi-yaml/pkg/version.Version=v$PULUMI_YAML" \
+      -o "$cli_bin/pulumi-language-yaml" github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml)
+}
+
 # The provider's module points the SDK's at its sibling folder and embeds a schema its build makes
 # (go generate: the release's schema with its version), so it is built from a copy of both folders.
 provider() {
@@ -83,5 +95,6 @@ provider() {
 command -v go >/dev/null || { echo "pulumi.sh: Go is needed to build the engines" >&2 && exit 1; }
 cli
 language_host
+yaml_host
 provider
 echo "the Pulumi engine is built at $cli_bin and $provider_bin"

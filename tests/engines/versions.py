@@ -26,6 +26,10 @@ PULUMI_PYTHON_HOST = "3.79.0"
 by the Go module proxy at any version; until 3.79.0 it was a package of github.com/pulumi/pulumi/sdk/v3,
 which is. It only starts pulumi-language-python-exec, which comes from the SDK of PULUMI."""
 
+PULUMI_YAML = "1.25.0"
+"""The Pulumi YAML language host, pulumi-language-yaml (github.com/pulumi/pulumi-yaml): it runs the
+component package's YAML example (examples/yaml)."""
+
 
 def _pinned(package: str) -> str:
     pin = re.search(rf"^{package}==(\S+)$", (ROOT / "constraints.txt").read_text(), re.MULTILINE)
@@ -59,6 +63,7 @@ def not_built(engine: str, wanted: list[Path]) -> str | None:
 def shell() -> str:
     values = {
         "KUBERNETES": KUBERNETES, "PULUMI": PULUMI, "PULUMI_PYTHON_HOST": PULUMI_PYTHON_HOST,
+        "PULUMI_YAML": PULUMI_YAML,
         "PULUMI_KUBERNETES": PULUMI_KUBERNETES, "PROVIDER_MODULE": PROVIDER_MODULES.get(PULUMI_KUBERNETES, ""),
     }  # fmt: skip
     return "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items())
