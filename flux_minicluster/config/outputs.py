@@ -17,15 +17,11 @@ class ComponentOutput(NamedTuple):
 OUTPUTS = (
     ComponentOutput("name", "string", "The MiniCluster's name: its pods are <name>-<rank>."),
     ComponentOutput("namespace", "string", "The namespace of every object."),
-    ComponentOutput(
-        "size", "integer", "Brokers asked for (an autoscaled cluster may run another size)."
-    ),
+    ComponentOutput("size", "integer", "Brokers asked for (an autoscaled cluster may run another size)."),
     ComponentOutput("serviceName", "string", "The headless Service that gives each pod its DNS name."),
     ComponentOutput("jobName", "string", "The Indexed Job of the brokers' pods."),
     ComponentOutput("rank0Hostname", "string", "Rank 0's hostname, where the command runs."),
     ComponentOutput("publicKey", "string", "The CURVE certificate's public key (its secret key stays in a Secret)."),
     ComponentOutput("logsCommand", "string", "A kubectl command that follows rank 0's log."),
-    ComponentOutput(
-        "apiServiceName", "string", "The RESTful API's Service (restfulApi.enabled).", always=False
-    ),
+    ComponentOutput("apiServiceName", "string", "The RESTful API's Service (restfulApi.enabled).", always=False),
 )

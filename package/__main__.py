@@ -1,0 +1,5 @@
+"""The MiniCluster component package's plugin, as the engine starts it (`python package/ <engine>`)."""
+
+from flux_minicluster.provider.server import main
+
+main()
