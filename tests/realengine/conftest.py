@@ -117,8 +117,8 @@ def stack_on_node(
     required(missing())
     made: list[StackOnNode] = []
 
-    def make(name: str, pinned: bool = False, **config: Any) -> StackOnNode:
-        made.append(StackOnNode(admin, control_plane, namespace, tmp_path / name, name, config, pinned))
+    def make(name: str, pinned: bool = False, example: str | None = None, **config: Any) -> StackOnNode:
+        made.append(StackOnNode(admin, control_plane, namespace, tmp_path / name, name, config, pinned, example))
         return made[-1]
 
     try:

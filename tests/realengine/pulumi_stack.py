@@ -41,6 +41,22 @@ def missing() -> str | None:
     return not_built("the real Pulumi engine", wanted)
 
 
+def example_program(example: str, resource: str, properties: dict[str, Any]) -> str:
+    """examples/<example>/Pulumi.yaml as a user copies it, with the MiniCluster `resource`'s properties
+    `properties` (the example's own, and the test's namespace and node) and its package where it is."""
+    folder = ROOT / "examples" / example
+    program = yaml.safe_load((folder / "Pulumi.yaml").read_text())
+    program["resources"][resource]["properties"] = properties
+    program["packages"] = {name: str((folder / path).resolve()) for name, path in program["packages"].items()}
+    return yaml.safe_dump(program)
+
+
+def example_properties(example: str, resource: str) -> dict[str, Any]:
+    program = yaml.safe_load((ROOT / "examples" / example / "Pulumi.yaml").read_text())
+    properties: dict[str, Any] = program["resources"][resource]["properties"]
+    return properties
+
+
 def encrypted(value: Any) -> bool:
     """Whether a stack file's value holds a secret (`secure:`, at any depth)."""
     if isinstance(value, dict):
@@ -52,15 +68,21 @@ class Stack:
     """Stack `name` of the project, with the config `config` (keys without `minicluster:`; `kubernetes`
     keys as they are), deployed to the cluster of `plane`."""
 
-    def __init__(self, plane: ControlPlane, directory: Path, name: str, config: dict[str, Any]) -> None:
+    def __init__(
+        self, plane: ControlPlane, directory: Path, name: str, config: dict[str, Any], program: str | None = None
+    ) -> None:
+        """`program`: the text of another project's Pulumi.yaml (an example's) instead of this project."""
         self.name, self.directory = name, directory
         self.project = directory / "project"
         self.state = directory / "state"
         for folder in (self.project, self.state, directory / "home"):
             folder.mkdir(parents=True, exist_ok=True)
-        for file in PROJECT_FILES:
-            (self.project / file).symlink_to(ROOT / file)
-        (self.project / "venv").symlink_to(Path(sys.prefix))
+        if program is None:
+            for file in PROJECT_FILES:
+                (self.project / file).symlink_to(ROOT / file)
+            (self.project / "venv").symlink_to(Path(sys.prefix))
+        else:
+            (self.project / "Pulumi.yaml").write_text(program)
         self.passphrase = secrets.token_urlsafe(16)
         self.env = {
             **os.environ,
@@ -131,8 +153,10 @@ class StackOnNode(NodeCluster):
 
     def __init__(
         self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, name: str,
-        config: dict[str, Any], pinned: bool = False,
+        config: dict[str, Any], pinned: bool = False, example: str | None = None,
     ) -> None:  # fmt: skip
+        """`example`: the stack is that example's program (examples/<example>), its MiniCluster's
+        properties set to `config` instead of a stack file's keys; `name` is then its resource name."""
         node = f"node-{secrets.token_hex(4)}"
         selector = {NODE_LABEL: namespace, **({HOSTNAME_LABEL: node} if pinned else {})}
         config = {**config, "namespace": namespace, "pod": {**config.pop("pod", {}), "nodeSelector": selector}}
@@ -140,7 +164,10 @@ class StackOnNode(NodeCluster):
         self.kubelet = Kubelet(tmp / "cluster", spec, objects=[])
         self.namespace, self.admin = namespace, admin
         self.node = Node(self.kubelet, plane, admin, label=namespace, name=node)
-        self.stack = Stack(plane, tmp / "stack", name, config)
+        if example is None:
+            self.stack = Stack(plane, tmp / "stack", name, config)
+        else:
+            self.stack = Stack(plane, tmp / "stack", name, {}, program=example_program(example, name, config))
 
     def left(self) -> dict[str, list[str]]:
         """What is left in the namespace, kind by kind, besides what Kubernetes puts in every namespace."""
