@@ -25,6 +25,8 @@ KEYGEN_CERTIFICATE = certificate.generate("mocked-0")
 CERTIFICATE_TYPES = (
     "pulumi-python:dynamic/minicluster:CurveCertificate",
     "pulumi-python:dynamic/minicluster:LocalCurveCertificate",
+    "minicluster:index:CurveCertificate",  # the component package's own (resources/wire.py)
+    "minicluster:index:LocalCurveCertificate",
 )
 
 
@@ -75,15 +77,16 @@ _LAST = [Deployment()]
 
 
 class MiniClusterMocks(pulumi.runtime.Mocks):
-    def __init__(self, deployment: Deployment) -> None:
-        self.deployment = deployment
+    def __init__(self, deployment: Deployment, stack: str | None = None) -> None:
+        """`stack`: the stack's name, when no program in this process runs (the engine peer's)."""
+        self.deployment, self.stack = deployment, stack
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         self.deployment.resources.append(Registered(args.typ, args.name, dict(args.inputs)))
         state = dict(args.inputs)
         if args.typ.startswith("kubernetes:") and "name" not in state.get("metadata", {}):
             # As pulumi-kubernetes names an object without metadata.name: <resource name>-<8 random hex>.
-            given = self.deployment.auto_names[args.name] = auto_name(args.name, pulumi.get_stack())
+            given = self.deployment.auto_names[args.name] = auto_name(args.name, self.stack or pulumi.get_stack())
             state["metadata"] = {**state.get("metadata", {}), "name": given}
         if args.typ.startswith("kubernetes:"):  # the API server gives every object a uid
             state["metadata"] = {**state.get("metadata", {}), "uid": f"{args.name}-uid"}
@@ -100,7 +103,7 @@ class RecordingMonitor(mocks.MockMonitor):
 
     def __init__(self, mocks_: MiniClusterMocks) -> None:
         super().__init__(mocks_)
-        self.deployment = mocks_.deployment
+        self.deployment, self.stack = mocks_.deployment, mocks_.stack
 
     def make_urn(self, parent: str, type_: str, name: str) -> str:
         """As the engine forms URNs (the mock monitor keeps only the parent's last type, and counts the
@@ -108,7 +111,7 @@ class RecordingMonitor(mocks.MockMonitor):
         parent_type = parent.split("::")[2] if parent else ""
         if parent_type and parent_type != "pulumi:pulumi:Stack":
             type_ = f"{parent_type}${type_}"
-        return f"urn:pulumi:{pulumi.get_stack()}::{pulumi.get_project()}::{type_}::{name}"
+        return f"urn:pulumi:{self.stack or pulumi.get_stack()}::{PROJECT}::{type_}::{name}"
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]

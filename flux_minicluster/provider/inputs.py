@@ -1,8 +1,10 @@
 """A MiniCluster's inputs as another language's SDK sends them, made into stack config: the keys are
 the config keys already (camelCase); every number arrives as a double (JavaScript has no integers, and
-the engine's Struct none either), so a whole one is an integer again; a secret arrives wrapped (a
-nested one lifts its whole top-level input, as `pulumi config set --secret --path` marks its whole
-key); during a preview a value may not be known yet."""
+the engine's Struct none either), so a whole one is an integer again; a map's keys arrive in no fixed
+order (a protobuf map), so they are sorted, or the pods' environment and volumes would change order,
+and the Job be replaced, from one `pulumi up` to the next; a secret arrives wrapped (a nested one
+lifts its whole top-level input, as `pulumi config set --secret --path` marks its whole key); during a
+preview a value may not be known yet."""
 
 from __future__ import annotations
 
@@ -46,19 +48,19 @@ async def resolve(inputs: Mapping[str, pulumi.Input[Any]]) -> ComponentInputs:
         if await output.is_secret():
             secret.add(key)
         if value is not None:  # an input set to null is an input not set, as a key left out of a stack file
-            values[key] = integers(plain(value))
+            values[key] = canonical(plain(value))
     return ComponentInputs(values, frozenset(secret), tuple(unknown))
 
 
-def integers(value: Any) -> Any:
-    """Whole doubles as integers, at any depth (4.0 -> 4: `size: 4` from TypeScript; an environment
-    value 4 becomes "4", as the stack file's would)."""
+def canonical(value: Any) -> Any:
+    """Whole doubles as integers (4.0 -> 4: `size: 4` from TypeScript; an environment value 4 becomes
+    "4", as the stack file's would) and maps in key order, at any depth."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, dict):
-        return {key: integers(item) for key, item in value.items()}
+        return {key: canonical(value[key]) for key in sorted(value)}
     if isinstance(value, list):
-        return [integers(item) for item in value]
+        return [canonical(item) for item in value]
     return value
 
 
