@@ -46,7 +46,8 @@ def test_the_example_grows_from_one_to_four_for_four_one_node_jobs_and_back_to_o
     cluster = Autoscaled(minicluster(**example()), api_server)
     jobs = cluster.submit("--cc=1-4", "-N1", "sleep", "3").split()
     cluster.wait(lambda: cluster.size == 4, "the cluster to grow to 4")
-    cluster.wait(lambda: sizes(cluster)[:2] == (4, 4), "the metrics to say 4 brokers, 4 up")
+    # Not "4 up": a rank whose job ended may be given back before the last one joins.
+    cluster.wait(lambda: sizes(cluster)[0] == 4, "the metrics to say 4 brokers")
     cluster.wait(lambda: all(cluster.job_field(job, "status") == "COMPLETED" for job in jobs), "the 4 jobs to end")
     assert sorted(cluster.job_field(job, "ranks") for job in jobs) == ["0", "1", "2", "3"]
     assert [event["message"] for event in cluster.events("Grew")] == [
