@@ -10,9 +10,11 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Callable
+from concurrent import futures
 from typing import Any, TypeVar
 
 import grpc
+import pulumi
 from google.protobuf import empty_pb2, struct_pb2
 from pulumi.provider.server import ProviderServicer
 from pulumi.runtime import rpc
@@ -38,6 +40,15 @@ Result = TypeVar("Result")
 class PackageServicer(ProviderServicer):
     """Construct from the SDK; the CRUD of SERVED here. A provider method may wait minutes (a resize, the
     keygen pod): it runs in a thread, so the server keeps answering the engine meanwhile."""
+
+    async def Construct(self, request: proto.ConstructRequest, context: Any) -> proto.ConstructResponse:
+        """A refusal (RunError: the config's problems, by key) reads as its own words, as the stack
+        program's does, not as an exception of the server's."""
+        try:
+            return await super().Construct(request, context)
+        except pulumi.RunError as error:
+            await context.abort(grpc.StatusCode.UNKNOWN, str(error))
+            raise
 
     async def CheckConfig(self, request: proto.CheckRequest, context: Any) -> proto.CheckResponse:
         return proto.CheckResponse(inputs=request.news)
@@ -95,10 +106,16 @@ def _provider(urn: str) -> WireProvider:
     return SERVED[resource_type]()
 
 
+_PROVIDER_THREADS = futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="package-provider")
+"""Not the event loop's default pool: a Construct's registrations wait in that one until the engine
+has checked each of them, with this plugin's Check among others; a Check queued behind them there
+would never run (seven registrations were enough on two cores)."""
+
+
 async def _run(context: Any, method: Callable[..., Result], *args: Any) -> Result:
     """The provider's own message, as a dynamic provider's failure reads, without a traceback."""
     try:
-        return await asyncio.to_thread(method, *args)
+        return await asyncio.get_running_loop().run_in_executor(_PROVIDER_THREADS, method, *args)
     except Exception as error:
         await context.abort(grpc.StatusCode.UNKNOWN, str(error))
         raise

@@ -9,6 +9,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
+import time
 from concurrent import futures
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,11 +27,15 @@ from pulumi.runtime.proto import (
 )
 
 from flux_minicluster.provider.schema import COMPONENT
+from flux_minicluster.resources.wire import PACKAGE
 from tests.harness import PROJECT, ROOT, Deployment, MiniClusterMocks, RecordingMonitor
 from tests.provider_plugin import decode, encode
 
 PLUGIN = ROOT / "package" / "bin" / "pulumi-resource-minicluster"
 STACK = "dev"
+CHECK_TIME = 0.2
+"""How long the engine takes to answer a registration of a Kubernetes object here: as long as the first
+ones wait for the Kubernetes plugin to start, so that registrations are in flight together, as there."""
 STACK_URN = f"urn:pulumi:{STACK}::{PROJECT}::pulumi:pulumi:Stack::{PROJECT}-{STACK}"
 
 
@@ -39,6 +45,9 @@ class Monitor(resource_pb2_grpc.ResourceMonitorServicer):
     def __init__(self, deployment: Deployment) -> None:
         self.recording = RecordingMonitor(MiniClusterMocks(deployment, stack=STACK))
         self.outputs: dict[str, dict[str, Any]] = {}
+        self.plugin: provider_pb2_grpc.ResourceProviderStub | None = None
+        """As the engine does, a registration of the package's own type waits for the plugin's Check."""
+        self.one_at_a_time = threading.Lock()
 
     def SupportsFeature(self, request: Any, context: Any) -> Any:
         answer = self.recording.SupportsFeature(request)  # type: ignore[no-untyped-call]
@@ -48,7 +57,14 @@ class Monitor(resource_pb2_grpc.ResourceMonitorServicer):
         return self.recording.GetDeploymentInfo(request)  # type: ignore[no-untyped-call]
 
     def RegisterResource(self, request: Any, context: Any) -> Any:
-        return self.recording.RegisterResource(request)
+        with self.one_at_a_time:  # the engine's deployment executor handles one registration at a time
+            if request.custom and request.type.startswith("kubernetes:"):
+                time.sleep(CHECK_TIME)  # the engine asks the Kubernetes plugin, another process, to check it
+            if request.custom and request.type.startswith(f"{PACKAGE}:") and self.plugin is not None:
+                urn = self.recording.make_urn(request.parent, request.type, request.name)
+                checked = self.plugin.Check(provider_pb2.CheckRequest(urn=urn, news=request.object), timeout=30)
+                assert not checked.failures, checked.failures
+            return self.recording.RegisterResource(request)
 
     def RegisterResourceOutputs(self, request: Any, context: Any) -> Any:
         self.outputs[request.urn] = decode(request.outputs)
@@ -103,6 +119,7 @@ def construct(inputs: dict[str, Any], name: str = "dev", preview: bool = False) 
     try:
         assert plugin.stdout is not None
         channel = grpc.insecure_channel(f"127.0.0.1:{int(plugin.stdout.readline())}")
+        monitor.plugin = provider_pb2_grpc.ResourceProviderStub(channel)
         request = provider_pb2.ConstructRequest(
             project=PROJECT, stack=STACK, monitorEndpoint=f"127.0.0.1:{port}", dryRun=preview, parallel=8,
             type=COMPONENT, name=name, parent=STACK_URN, inputs=encode(inputs),

@@ -112,3 +112,12 @@ def test_a_maps_keys_are_taken_in_key_order_whatever_order_they_came_in() -> Non
     came = {"environment": {"ZETA": 1.0, "ALPHA": 2.5, "MID": {"b": 1.0, "a": True}}}
     assert canonical(came) == {"environment": {"ALPHA": 2.5, "MID": {"a": True, "b": 1}, "ZETA": 1}}
     assert list(canonical(came)["environment"]) == ["ALPHA", "MID", "ZETA"]
+
+
+def test_a_cluster_of_many_resources_is_constructed_while_the_engine_checks_each() -> None:
+    # An autoscaled cluster with a secret: eleven registrations in flight at once, each answered only
+    # once the plugin's own Check of the package's types has run (the plugin deadlocked here before).
+    built = construct(config(command=None, autoscale={"enabled": True}, environment={"TOKEN": secret("t")},
+                             admission="off"))  # fmt: skip
+    assert built.error is None
+    assert len(built.deployment.resources) >= 11

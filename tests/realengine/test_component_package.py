@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 import yaml
 
 from flux_minicluster.provider.schema import COMPONENT, package_schema, version
-from tests.harness import ROOT
+from tests.conftest import config
+from tests.harness import ROOT, refused_problems
 from tests.realengine.pulumi_stack import StackOnNode, example_properties
 
 pytestmark = pytest.mark.realflux
@@ -58,3 +60,37 @@ def test_pulumi_destroy_of_the_yaml_program_leaves_nothing(hello: StackOnNode) -
     hello.stack.destroy()
     assert hello.left() == {}
     assert hello.stack.resource_types() == []
+
+
+def rewrite_properties(cluster: StackOnNode, **changes: Any) -> None:
+    """The program's MiniCluster properties changed as a user edits them (the Node keeps its spec)."""
+    file = cluster.stack.project / "Pulumi.yaml"
+    program = yaml.safe_load(file.read_text())
+    program["resources"]["hello"]["properties"].update(changes)
+    file.write_text(yaml.safe_dump(program))
+
+
+def test_an_invalid_property_is_refused_in_the_stack_files_words_and_nothing_is_created(hello: StackOnNode) -> None:
+    rewrite_properties(hello, size=0)
+    refused = hello.stack.up(check=False)
+    assert refused.returncode != 0
+    (problem,) = refused_problems(config(size=0))
+    assert f"has a problem: invalid MiniCluster stack config:\n      - {problem}" in refused.stdout
+    assert hello.left() == {}
+    assert [kind for kind in hello.stack.resource_types() if kind.startswith(("minicluster:", "kubernetes:"))] == []
+
+
+def test_a_value_outside_an_enum_is_refused_by_the_program_before_the_package_sees_it(hello: StackOnNode) -> None:
+    rewrite_properties(hello, mode="sumbit")
+    refused = hello.stack.up(check=False)
+    assert refused.returncode != 0
+    assert "mode" in refused.stdout and '"interactive"' in refused.stdout  # the schema's enum, by its key
+    assert hello.left() == {}
+
+
+def test_a_secret_property_stays_out_of_the_state_and_the_output(hello: StackOnNode) -> None:
+    rewrite_properties(hello, environment={"API_TOKEN": {"fn::secret": "s3cret-token"}})
+    done = hello.stack.up()
+    assert hello.condition("Complete") == "True"
+    assert "s3cret-token" not in hello.stack.state_text()
+    assert "s3cret-token" not in done.stdout + done.stderr
