@@ -7,7 +7,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "flux_minicluster"
-LAYERS = ("config", "builders", "cluster", "resources")
+LAYERS = ("config", "builders", "cluster", "resources", "provider")
 """Each may import those before it, never those after."""
 
 

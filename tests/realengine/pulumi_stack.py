@@ -37,7 +37,8 @@ UP_TIMEOUT = 300
 
 def missing() -> str | None:
     """Why the Pulumi engine cannot run here, if it cannot."""
-    wanted = [PULUMI_BIN / "pulumi", PULUMI_BIN / "pulumi-language-python", PROVIDER_BIN / "pulumi-resource-kubernetes"]
+    wanted = [PULUMI_BIN / "pulumi", PULUMI_BIN / "pulumi-language-python", PULUMI_BIN / "pulumi-language-yaml",
+              PROVIDER_BIN / "pulumi-resource-kubernetes"]  # fmt: skip
     return not_built("the real Pulumi engine", wanted)
 
 
