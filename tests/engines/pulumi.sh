@@ -74,6 +74,20 @@ yaml_host() {
       -o "$cli_bin/pulumi-language-yaml" github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml)
 }
 
+# Ours (tests/engines/sdkgen): Pulumi's TypeScript SDK generator on the package's schema. Built on every
+# run, as its source is this project's; the build cache makes that a second.
+sdkgen() {
+  echo "== the TypeScript SDK generator (tests/engines/sdkgen)"
+  local work=$MC_ENGINES/build/sdkgen
+  mkdir -p "$work" "$MC_ENGINES/sdkgen/bin"
+  cp "$here/sdkgen/main.go" "$work/"
+  printf 'module minicluster.test/sdkgen\n\ngo 1.24\n\nrequire github.com/pulumi/pulumi/pkg/v3 v%s\n%s\n%s\n' "$PULUMI" \
+    "replace github.com/pulumi/pulumi/sdk/v3 => github.com/pulumi/pulumi/sdk/v3 v$PULUMI" \
+    "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e" \
+    >"$work/go.mod"
+  (cd "$work" && go mod tidy && go build -trimpath -o "$MC_ENGINES/sdkgen/bin/sdkgen" .)
+}
+
 # The provider's module points the SDK's at its sibling folder and embeds a schema its build makes
 # (go generate: the release's schema with its version), so it is built from a copy of both folders.
 provider() {
@@ -96,5 +110,6 @@ command -v go >/dev/null || { echo "pulumi.sh: Go is needed to build the engines
 cli
 language_host
 yaml_host
+sdkgen
 provider
 echo "the Pulumi engine is built at $cli_bin and $provider_bin"
