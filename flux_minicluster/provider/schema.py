@@ -45,7 +45,7 @@ def package_schema() -> Spec:
         "language": {
             "nodejs": {"packageName": "@flux-minicluster/minicluster", "respectSchemaVersion": True},
             "python": {"packageName": "pulumi_flux_minicluster", "respectSchemaVersion": True},
-            "go": {"importBasePath": "example.com/flux-minicluster/sdk/go/minicluster", "respectSchemaVersion": True},
+            "go": {"importBasePath": "flux-minicluster.local/sdk/go/minicluster", "respectSchemaVersion": True},
             "csharp": {"rootNamespace": "FluxMiniCluster", "respectSchemaVersion": True},
         },
         "resources": {

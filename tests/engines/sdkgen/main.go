@@ -1,9 +1,9 @@
-// Command sdkgen writes the TypeScript SDK that `pulumi package add` generates for a Node.js program,
-// from a package schema on stdin, with Pulumi's own generator (pkg/v3/codegen/nodejs, the code the
-// Node.js language host runs for it). The tests use it where that host cannot be built (see
-// docs/development.md): to compile examples/typescript against the SDK its users get.
+// Command sdkgen writes the SDK that `pulumi package add` generates for a TypeScript or Go program,
+// from a package schema on stdin, with Pulumi's own generators (pkg/v3/codegen/nodejs and go, the code
+// those languages' hosts run for it). The tests use it where the hosts cannot be built (see
+// docs/development.md): to compile examples/typescript and examples/go against the SDKs users get.
 //
-// Usage: sdkgen OUT_DIR < schema.json
+// Usage: sdkgen nodejs|go OUT_DIR < schema.json
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 
 	"github.com/blang/semver"
+	gogen "github.com/pulumi/pulumi/pkg/v3/codegen/go"
 	"github.com/pulumi/pulumi/pkg/v3/codegen/nodejs"
 	"github.com/pulumi/pulumi/pkg/v3/codegen/schema"
 )
@@ -48,8 +49,8 @@ func main() {
 }
 
 func run(args []string) error {
-	if len(args) != 1 {
-		return fmt.Errorf("usage: sdkgen OUT_DIR < schema.json")
+	if len(args) != 2 || (args[0] != "nodejs" && args[0] != "go") {
+		return fmt.Errorf("usage: sdkgen nodejs|go OUT_DIR < schema.json")
 	}
 	var spec schema.PackageSpec
 	if err := json.NewDecoder(os.Stdin).Decode(&spec); err != nil {
@@ -63,12 +64,17 @@ func run(args []string) error {
 		return diags
 	}
 	pkg.SupportPack = true // as `pulumi package add` sets it
-	files, err := nodejs.GeneratePackage("pulumi", pkg, nil, nil, true /* a local SDK */, noPackages{})
+	var files map[string][]byte
+	if args[0] == "nodejs" {
+		files, err = nodejs.GeneratePackage("pulumi", pkg, nil, nil, true /* a local SDK */, noPackages{})
+	} else {
+		files, err = gogen.GeneratePackage("pulumi", pkg, nil)
+	}
 	if err != nil {
 		return err
 	}
 	for name, content := range files {
-		path := filepath.Join(args[0], name)
+		path := filepath.Join(args[1], name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
