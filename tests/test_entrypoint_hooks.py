@@ -70,13 +70,13 @@ def test_debug_mode_traces_commands(tmp_path: Path) -> None:
 KUBELET = Path(__file__).with_name("kubelet")
 """The test kubelet's own scripts (the container, and real flux with faults): as clean as the pods'."""
 ENGINES = Path(__file__).with_name("engines")
-"""The real engines' install script, and CI's own script."""
+"""The real engines' install script, and CI's own script (and the component package's plugin launcher)."""
 
 
 @pytest.mark.parametrize(
     "script",
     [*sorted(SCRIPTS.glob("*.sh")), *sorted(KUBELET.glob("*.sh")), *sorted(ENGINES.glob("*.sh")),
-     ENGINES.parent.parent / ".ci" / "run"],
+     ENGINES.parent.parent / ".ci" / "run", ENGINES.parent.parent / "package" / "bin" / "pulumi-resource-minicluster"],
     ids=lambda path: path.name,
 )  # fmt: skip
 def test_every_script_is_shellcheck_clean(script: Path) -> None:
