@@ -9,6 +9,7 @@ from typing import Any
 from pulumi.runtime import rpc
 
 from flux_minicluster.builders.names import INDEX_LABEL
+from flux_minicluster.config import certificate
 from flux_minicluster.provider.inputs import canonical
 from tests.conftest import config
 from tests.harness import deploy, example, refused_problems
@@ -121,3 +122,14 @@ def test_a_cluster_of_many_resources_is_constructed_while_the_engine_checks_each
                              admission="off"))  # fmt: skip
     assert built.error is None
     assert len(built.deployment.resources) >= 11
+
+
+def test_a_certificate_given_as_a_secret_input_is_the_clusters_and_stays_secret() -> None:
+    given = certificate.generate("dev-0")
+    built = construct(config(curveCertificate=secret(given.text()), admission="off"))
+    assert built.error is None
+    assert not [r for r in built.deployment.resources if r.typ.endswith("CurveCertificate")]  # no keygen at all
+    (curve,) = [r for r in built.deployment.resources if r.name == "dev-curve"]
+    assert is_secret(curve.inputs["stringData"]) and given.secret_key in repr(plain(curve.inputs))
+    assert given.secret_key not in repr([plain(r.inputs) for r in built.deployment.resources if r is not curve])
+    assert built.state["publicKey"] == given.public_key
