@@ -153,3 +153,34 @@ def test_one_failed_start_from_the_saved_state_does_not_throw_it_away(minicluste
 
 def snapshot(directory: Path) -> dict[str, bytes]:
     return {str(path.relative_to(directory)): path.read_bytes() for path in directory.rglob("*") if path.is_file()}
+
+
+def test_a_replacement_killed_after_a_hand_over_comes_back_scheduling(minicluster: Make) -> None:
+    """Found by the soak (tests/soak): Flux saves the queues' state only at a clean stop, so a rank 0
+    killed after a hand-over restarts with the queues the hand-over stopped; its replacement must start
+    them again, as the first one did."""
+    busy = Busy(minicluster)
+    assert busy.rank0.terminate() == 143
+    busy.cluster.start(0)
+    busy.replaced()
+    time.sleep(3)  # a checkpoint period has passed
+    busy.rank0.kill()
+    busy.rank0.wait()
+    replacement = busy.cluster.start(0)
+    wait_until(replacement.ready, "the second replacement's broker to be up", 60)
+    wait_until(lambda: replacement.flux("queue", "status").splitlines()[-1] == "Scheduling is started",
+               "scheduling to start again", 30)  # fmt: skip
+    assert replacement.flux("run", "-N1", "true", timeout=30) == ""
+
+
+def test_a_queue_a_user_stopped_after_a_replacement_stays_stopped_across_the_next(minicluster: Make) -> None:
+    busy = Busy(minicluster)
+    assert busy.rank0.terminate() == 143
+    busy.cluster.start(0)
+    busy.replaced()  # the first hand-over's queues started again
+    busy.rank0.flux("queue", "stop", "--quiet", "--message=maintenance")
+    assert busy.rank0.terminate() == 143
+    replacement = busy.cluster.start(0)
+    wait_until(replacement.ready, "the replacement's broker to be up", 60)
+    time.sleep(2)  # the time the replacement would take to start a noted queue
+    assert replacement.flux("queue", "status").splitlines()[-1] == "Scheduling is stopped"

@@ -45,6 +45,7 @@ stop_scheduling() {
     esac
   done <<<"$listing"
   if ((${#started[@]} == 0)); then
+    rm -f "$(statedir)/${MC_STOPPED_QUEUES_FILE:?}" # an earlier hand-over's note must not start them
     log "scheduling was stopped already (flux queue stop): it stays stopped"
     return
   fi
@@ -57,7 +58,10 @@ stop_scheduling() {
 }
 
 # The queues the previous rank 0 stopped when it handed over start again once this broker answers
-# (its job manager has restored the saved queue by then).
+# (its job manager has restored the saved queue by then). The note stays: Flux saves the queues'
+# state with the instance only when the broker stops cleanly, so a broker killed later restarts
+# with them stopped again, and its replacement must start them too. The next clean stop replaces the
+# note (a hand-over) or removes it (anything else).
 resume_scheduling() {
   local noted=$1/$MC_STOPPED_QUEUES_FILE queue deadline=$((SECONDS + ${MC_QUEUE_RESUME_WAIT:?}))
   local -a queues
@@ -72,7 +76,6 @@ resume_scheduling() {
       sleep 1
     done
   done
-  rm -f "$noted"
   log "scheduling started again: the previous rank 0 had stopped it when its pod went away"
 }
 
@@ -104,6 +107,9 @@ start_saved_instance() {
     start_rank0 || status=$?
     if [[ -n $resume_pid ]]; then kill "$resume_pid" 2>/dev/null || true; fi
     resume_pid=""
+    if ((status == 0)) && [[ $stop_requested == false ]]; then
+      rm -f "$saved/$MC_STOPPED_QUEUES_FILE" # a clean stop saved the queues as they are
+    fi
     if ((status == 0 || SECONDS - started >= ${MC_RESTORE_GRACE:?})) || [[ $stop_requested == true ]]; then
       return "$status"
     fi
