@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-from pulumi.output import Unknown
+from pulumi.runtime import rpc
 
 from flux_minicluster.config.loader import NAMESPACE
 from flux_minicluster.resources.wire import plain
@@ -42,7 +42,7 @@ async def resolve(inputs: Mapping[str, pulumi.Input[Any]]) -> ComponentInputs:
     for key, given in sorted(inputs.items()):
         output = pulumi.Output.from_input(given)
         value = await output.future(with_unknowns=True)
-        if not await output.is_known() or _holds_unknown(value):
+        if not await output.is_known() or rpc.contains_unknowns(value):
             unknown.append(key)
             continue
         if await output.is_secret():
@@ -62,13 +62,3 @@ def canonical(value: Any) -> Any:
     if isinstance(value, list):
         return [canonical(item) for item in value]
     return value
-
-
-def _holds_unknown(value: Any) -> bool:
-    if isinstance(value, Unknown):
-        return True
-    if isinstance(value, dict):
-        return any(_holds_unknown(item) for item in value.values())
-    if isinstance(value, list):
-        return any(_holds_unknown(item) for item in value)
-    return False

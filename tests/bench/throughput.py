@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from flux_minicluster.builders import manifests
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.flux_instance import flux_env
@@ -47,7 +48,8 @@ def minicluster_rate(size: int, jobs: int) -> float:
         try:
             pods = kubelet.start_all()
             wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 60)
-            done = pods[0].exec("env", f"FLUX_URI={_local_uri()}", "bash", "-c", SCRIPT.format(jobs=jobs), timeout=600)
+            script = SCRIPT.format(jobs=jobs)
+            done = pods[0].exec("env", f"FLUX_URI={manifests.LOCAL_URI}", "bash", "-c", script, timeout=600)
             if done.returncode != 0:
                 raise RuntimeError(f"the jobs failed in the MiniCluster:\n{done.stdout}\n{done.stderr}")
             return float(done.stdout.split()[-1])
@@ -61,12 +63,6 @@ def floor_rate(size: int, jobs: int) -> float:
     if done.returncode != 0:
         raise RuntimeError(f"the jobs failed under flux start:\n{done.stdout}\n{done.stderr}")
     return float(done.stdout.split()[-1])
-
-
-def _local_uri() -> str:
-    from flux_minicluster.builders import manifests
-
-    return manifests.LOCAL_URI
 
 
 def main() -> int:
