@@ -1,9 +1,15 @@
-"""The MiniCluster's outputs: what the stack program exports, what the component registers and what the
-component package's schema lists, defined once (key, type, meaning). Pure."""
+"""The MiniCluster component's contract with every program: its type token, and its outputs (what the
+stack program exports, what the component registers and what the component package's schema lists:
+key, type, meaning). Pure."""
 
 from __future__ import annotations
 
 from typing import Literal, NamedTuple
+
+from flux_minicluster.config.loader import NAMESPACE
+
+COMPONENT = f"{NAMESPACE}:index:MiniCluster"
+"""The component's type token, in a Python program and in the package's schema alike."""
 
 
 class ComponentOutput(NamedTuple):

@@ -12,9 +12,9 @@ from typing import Any
 import pulumi
 import pulumi.provider as provider
 
-from flux_minicluster.config.outputs import OUTPUTS
+from flux_minicluster.config.outputs import COMPONENT, OUTPUTS
 from flux_minicluster.provider.inputs import ComponentInputs, resolve
-from flux_minicluster.provider.schema import COMPONENT, package_schema, version
+from flux_minicluster.provider.schema import package_schema, version
 from flux_minicluster.resources.minicluster import MiniCluster, MiniClusterArgs
 from flux_minicluster.resources.program import checked_spec
 

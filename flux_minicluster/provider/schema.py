@@ -18,10 +18,9 @@ from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
 from flux_minicluster.config.loader import NAMESPACE, config_keys
-from flux_minicluster.config.outputs import OUTPUTS
+from flux_minicluster.config.outputs import COMPONENT, OUTPUTS
 from flux_minicluster.config.spec import MiniClusterSpec
 
-COMPONENT = f"{NAMESPACE}:index:MiniCluster"
 DEFAULT_NAME = "the resource name"
 """`name`'s default in the package: the stack program names its MiniCluster after the stack, a program
 of another language gives it a resource name of its own."""

@@ -26,7 +26,7 @@ from flux_minicluster.builders import admission_policy, autoscaling, manifests, 
 from flux_minicluster.builders.names import INDEX_LABEL, labels
 from flux_minicluster.config import lifecycle
 from flux_minicluster.config.certificate import parse
-from flux_minicluster.config.outputs import OUTPUTS
+from flux_minicluster.config.outputs import COMPONENT, OUTPUTS
 from flux_minicluster.config.spec import MiniClusterSpec
 from flux_minicluster.resources.deletion import JobDeletion, identity
 from flux_minicluster.resources.keygen import CurveCertificate, LocalCurveCertificate
@@ -55,7 +55,7 @@ class MiniCluster(pulumi.ComponentResource):
     """N pods, each running a Flux broker, joined into one Flux instance."""
 
     def __init__(self, name: str, args: MiniClusterArgs, opts: pulumi.ResourceOptions | None = None) -> None:
-        super().__init__("minicluster:index:MiniCluster", name, None, opts)
+        super().__init__(COMPONENT, name, None, opts)
         spec = args.spec
         cert = self._curve_certificate(name, args)
         curve_secret = self._content(

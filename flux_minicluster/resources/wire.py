@@ -15,6 +15,8 @@ from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from flux_minicluster.config.loader import NAMESPACE
+
 
 def plain(value: Any) -> Any:
     """Secrets unwrapped, at any depth (the engine may wrap what the provider sees)."""
@@ -87,10 +89,6 @@ class WireProvider(ResourceProvider):
         return self.INPUTS.diff_wire(olds, news)
 
 
-PACKAGE = "minicluster"
-"""The component package's name: the first part of its type tokens."""
-
-
 class WireResource(Resource):
     """A resource served by a WireProvider. In a Python program it is a dynamic resource (its provider
     pickled into the state and run on the program's own Python). When the component package hosts the
@@ -103,7 +101,7 @@ class WireResource(Resource):
 
     def __init_subclass__(cls, module: str = "", name: str = "Resource", **kwargs: Any) -> None:
         super().__init_subclass__(module=module, name=name, **kwargs)
-        cls.package_type = f"{PACKAGE}:index:{name}"
+        cls.package_type = f"{NAMESPACE}:index:{name}"  # the package's name is the project's
 
     def __init__(
         self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions | None, *, packaged: bool

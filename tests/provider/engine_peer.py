@@ -26,8 +26,8 @@ from pulumi.runtime.proto import (
     resource_pb2_grpc,
 )
 
-from flux_minicluster.provider.schema import COMPONENT
-from flux_minicluster.resources.wire import PACKAGE
+from flux_minicluster.config.loader import NAMESPACE
+from flux_minicluster.config.outputs import COMPONENT
 from tests.harness import PROJECT, ROOT, Deployment, MiniClusterMocks, RecordingMonitor
 from tests.provider_plugin import decode, encode
 
@@ -60,7 +60,7 @@ class Monitor(resource_pb2_grpc.ResourceMonitorServicer):
         with self.one_at_a_time:  # the engine's deployment executor handles one registration at a time
             if request.custom and request.type.startswith("kubernetes:"):
                 time.sleep(CHECK_TIME)  # the engine asks the Kubernetes plugin, another process, to check it
-            if request.custom and request.type.startswith(f"{PACKAGE}:") and self.plugin is not None:
+            if request.custom and request.type.startswith(f"{NAMESPACE}:") and self.plugin is not None:
                 urn = self.recording.make_urn(request.parent, request.type, request.name)
                 checked = self.plugin.Check(provider_pb2.CheckRequest(urn=urn, news=request.object), timeout=30)
                 assert not checked.failures, checked.failures

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from flux_minicluster.provider.schema import COMPONENT, DEFAULT_NAME, package_schema
+from flux_minicluster.config.outputs import COMPONENT
+from flux_minicluster.provider.schema import DEFAULT_NAME, package_schema
 from tests.harness import ROOT
 
 SCHEMA = package_schema()

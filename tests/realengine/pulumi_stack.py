@@ -46,16 +46,20 @@ def example_program(example: str, resource: str, properties: dict[str, Any]) -> 
     """examples/<example>/Pulumi.yaml as a user copies it, with the MiniCluster `resource`'s properties
     `properties` (the example's own, and the test's namespace and node) and its package where it is."""
     folder = ROOT / "examples" / example
-    program = yaml.safe_load((folder / "Pulumi.yaml").read_text())
+    program = _example(example)
     program["resources"][resource]["properties"] = properties
     program["packages"] = {name: str((folder / path).resolve()) for name, path in program["packages"].items()}
     return yaml.safe_dump(program)
 
 
 def example_properties(example: str, resource: str) -> dict[str, Any]:
-    program = yaml.safe_load((ROOT / "examples" / example / "Pulumi.yaml").read_text())
-    properties: dict[str, Any] = program["resources"][resource]["properties"]
+    properties: dict[str, Any] = _example(example)["resources"][resource]["properties"]
     return properties
+
+
+def _example(example: str) -> dict[str, Any]:
+    program: dict[str, Any] = yaml.safe_load((ROOT / "examples" / example / "Pulumi.yaml").read_text())
+    return program
 
 
 def encrypted(value: Any) -> bool:

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from flux_minicluster.provider.schema import COMPONENT, package_schema, version
+from flux_minicluster.config.outputs import COMPONENT
+from flux_minicluster.provider.schema import package_schema, version
 from tests.conftest import config
 from tests.harness import ROOT, refused_problems
 from tests.realengine.pulumi_stack import StackOnNode, example_properties
