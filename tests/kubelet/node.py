@@ -160,7 +160,7 @@ class Node:
             if said != ready and not self.stopping.is_set():
                 ready = said
                 self._status(pod, {**self._conditions(ready), "containerStatuses": self._containers(pod, ready)})
-        code = running.wait()
+        code = running.wait(timeout=None)  # a pod runs as long as it runs: a persistent broker, for days
         self._record(pod, running, ended=True)
         if self.stopping.is_set() or pod.metadata.name in self.deleting:  # _stop reports it
             return

@@ -67,7 +67,7 @@ class Container:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
 
-    def wait(self, timeout: float = 60) -> int:
+    def wait(self, timeout: float | None = 60) -> int:
         """The container's exit code as Kubernetes reports it (128 + the signal, when one killed it)."""
         status = self.process.wait(timeout=timeout)
         return 128 - status if status < 0 else status
@@ -141,7 +141,7 @@ class Pod:
     def signal(self, signum: int) -> None:
         self.main.signal(signum)
 
-    def wait(self, timeout: float = 60) -> int:
+    def wait(self, timeout: float | None = 60) -> int:
         return self.main.wait(timeout)
 
     def terminate(self, grace: float = 30) -> int:
