@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from flux_minicluster.config import lifecycle
+from tests.kubelet import faults
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
 
@@ -184,3 +185,40 @@ def test_a_queue_a_user_stopped_after_a_replacement_stays_stopped_across_the_nex
     wait_until(replacement.ready, "the replacement's broker to be up", 60)
     time.sleep(2)  # the time the replacement would take to start a noted queue
     assert replacement.flux("queue", "status").splitlines()[-1] == "Scheduling is stopped"
+
+
+def test_a_worker_that_joins_while_rank0_hands_over_rejoins_its_replacement(minicluster: Make) -> None:
+    """Found by the soak: a worker replaced while rank 0 handed over joined after rank 0 had marked
+    the workers, so it completed when rank 0 stopped, and the cluster stayed a rank short for good."""
+    cluster = minicluster(command=None, stateVolume=STATE, **faults.config())
+    faults.install(cluster.claim(faults.CLAIM))
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    cluster.pod(3).kill()
+    cluster.pod(3).wait()
+    faults.inject(cluster.claim(faults.CLAIM), "cancel", "slow:4")  # the hand-over's cancel takes a while
+    old = cluster.pod(0)
+    old.signal(signal.SIGTERM)
+    wait_until(lambda: "cancelling the running jobs" in old.log, "the old rank 0 to be handing over", 20)
+    late = cluster.start(3)
+    wait_until(late.ready, "the replaced worker to join the stopping instance", 10)
+    assert old.wait(timeout=30) == 143
+    cluster.start(0)
+    wait_until(lambda: all(cluster.pod(rank).ready() for rank in range(4)), "every rank in the new instance", 60)
+    assert late.running()
+    assert "rejoining when its replacement is up" in late.log
+
+
+def test_a_worker_killed_as_rank0_hands_over_does_not_hold_the_hand_over_up(minicluster: Make) -> None:
+    """Found by the soak: marking every worker waited on the dead one past its 5 s bound (flux exec
+    passes SIGTERM on to its tasks and keeps waiting), until the grace period's SIGKILL ended rank 0
+    with no clean stop."""
+    cluster = minicluster(command=None, stateVolume=STATE)
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    cluster.pod(3).kill()
+    started = time.monotonic()
+    cluster.pod(0).signal(signal.SIGTERM)
+    assert cluster.pod(0).wait(timeout=30) == 143
+    assert time.monotonic() - started < 12
+    assert "could not mark every worker to rejoin" in cluster.pod(0).log

@@ -6,6 +6,7 @@
 #     0        this call runs real flux
 #     ignored  this call does nothing and exits 0 (a request Flux took and never acted on)
 #     N        this call prints "injected fault" on stderr and exits N, as a failing flux would
+#     slow:S   this call runs real flux after S seconds (a broker slow to answer)
 # The two-word name (resource-drain) is looked up before the one-word one (jobs).
 set -euo pipefail
 
@@ -21,6 +22,7 @@ for name in "${1:-}-${2:-}" "${1:-}"; do
   case ${token:-0} in
     0) ;;
     ignored) exit 0 ;;
+    slow:*) sleep "${token#slow:}" ;;
     *) printf 'flux-%s: injected fault\n' "$1" >&2 && exit "$token" ;;
   esac
   break

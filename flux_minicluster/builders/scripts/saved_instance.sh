@@ -21,10 +21,21 @@ hand_over_rank0() {
   if ! bounded "$flux" exec -r all touch "$rejoin_mark" >/dev/null 2>&1; then
     log "could not mark every worker to rejoin (some may be down); those that were not will complete"
   fi
+  mark_late_joiners
   stop_scheduling
   log "cancelling the running jobs: rank 0's pod is stopping"
   bounded "$flux" cancel --user=all --states=running --message="${MC_HAND_OVER_NOTE:?}" ||
     log "could not cancel the running jobs"
+}
+
+# A worker that joins during the hand-over (a replaced worker, while the jobs are cancelled) was not
+# there to be marked, and would complete when this broker stops. The broker marks every rank once
+# more in its cleanup, its last step before it tells the workers to stop.
+mark_late_joiners() {
+  local mark_all
+  mark_all="$(time_limit) $(printf '%q ' "$flux" exec -r all touch "$rejoin_mark")"
+  bounded "$flux" admin cleanup-push "$mark_all" >/dev/null 2>&1 ||
+    log "could not have the broker mark the workers that join from now on"
 }
 
 # Without this, the scheduler starts the next queued job on the nodes the cancel frees, and the
@@ -80,8 +91,16 @@ resume_scheduling() {
 }
 
 # A command that may take 5 s at most, where the image has `timeout` (the grace period bounds it anyway).
+# SIGTERM is not enough: `flux exec` passes it on to its tasks and goes on waiting for a rank that is
+# gone (a worker killed as rank 0 hands over), so the call is killed a second later.
 bounded() {
-  if command -v timeout >/dev/null; then timeout 5 "$@"; else "$@"; fi
+  local -a limit
+  read -ra limit <<<"$(time_limit)"
+  "${limit[@]}" "$@"
+}
+
+time_limit() {
+  if command -v timeout >/dev/null; then printf 'timeout -k 1 5'; fi
 }
 
 # Only one broker at a time may restart the saved instance: this pod holds its lock from before its
