@@ -1,6 +1,6 @@
 # shellcheck shell=bash disable=SC2154 # the entrypoint's variables
-# Rank 0's instance beyond one pod: handing it over when the pod stops, and restarting it from the
-# state volume in the next pod. Sourced by entrypoint.sh, whose variables and functions it uses.
+# What a pod does when it is told to stop (a worker's broker, rank 0's hand-over), and rank 0's
+# instance beyond one pod: restarting it from the state volume in the next pod. Sourced by entrypoint.sh, whose variables and functions it uses.
 
 # Where rank 0 keeps the instance's state: on the state volume if there is one (a replaced rank 0
 # restarts the same instance from it), else in the pod.
@@ -10,6 +10,21 @@ statedir() {
   else
     printf '%s/content' "$state"
   fi
+}
+
+# The pod is stopping. A worker on which a job runs is killed, not stopped: Flux ends a job at once
+# when a node is lost ("node failure on HOST"), but after a clean stop it waits 5 x [exec] kill-timeout
+# (25 s) for the gone rank's job shell, holding every node of the job meanwhile.
+stop_broker() {
+  local signal=TERM comm name
+  if ((rank != 0)); then
+    for comm in /proc/[0-9]*/comm; do
+      { name=$(<"$comm"); } 2>/dev/null || continue
+      if [[ $name == flux-shell ]]; then signal=KILL && break; fi
+    done
+  fi
+  if [[ $signal == KILL ]]; then log "a job runs here: ending the broker as a lost node, so that Flux ends the job at once"; fi
+  kill -"$signal" "$broker_pid" 2>/dev/null || true
 }
 
 # Rank 0 is going away (eviction, drain, replacement), which is not the end of the instance's work:
