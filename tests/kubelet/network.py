@@ -100,6 +100,21 @@ class PodNetwork:
             with contextlib.suppress(subprocess.SubprocessError):
                 subprocess.run(["ip", "netns", "delete", namespace], capture_output=True, timeout=10)
 
+    def cut(self, pod: str) -> None:
+        """The pod's link goes down, as when its node's network fails: nothing it sends leaves, and
+        what is sent to it is dropped on the bridge. Its name still resolves."""
+        ip("link", "set", "eth0", "down", namespace=self.namespaces[pod])
+
+    def restore(self, pod: str) -> None:
+        """The link back up, with the routes it lost when it went down (a pod that has ended has none)."""
+        with self._lock:
+            namespace = self.namespaces.get(pod)
+        if namespace is None:
+            return
+        ip("link", "set", "eth0", "up", namespace=namespace)
+        for route in self.routes:
+            ip("route", "replace", route, "via", self.gateway, "dev", "eth0", namespace=namespace)
+
     def _publish(self) -> None:
         lines = "".join(f"{address}\t{fqdn}\t{host}\n" for address, fqdn, host in self.records.values())
         staged = self.dns_dir / ".hosts.new"

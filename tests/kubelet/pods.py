@@ -25,6 +25,7 @@ import secrets
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -261,6 +262,16 @@ class Kubelet:
             self.pod(index).terminate()
         for index in range(current, size):
             self.start(index)
+
+    @contextlib.contextmanager
+    def cut_off(self, index: int) -> Iterator[Pod]:
+        """The newest pod of `index` without its network inside the block (network.py: cut), then back."""
+        pod = self.pod(index)
+        self.network.cut(pod.name)
+        try:
+            yield pod
+        finally:
+            self.network.restore(pod.name)
 
     def claim(self, name: str) -> Path:
         """Where the claim `name` keeps its files on this machine (it outlives the pods)."""

@@ -11,7 +11,8 @@ has stopped. Faults:
   rank 0 evicted    rank 0 stopped as for an eviction: its hand-over runs
   rank 0 killed     rank 0 SIGKILLed: no hand-over, its replacement restarts from the last checkpoint
   worker and rank 0 a worker killed and rank 0 evicted at once
-Not here yet (issue 38): a worker's network cut, the API server away during an autoscaled resize.
+  worker cut off    a worker's link down for CUT_OFF seconds (its node's network gone), then back up
+Recovery is timed from the fault's end: the kill, or the link back up.
 
 Each submitted job ends as one of: completed; failed or cancelled, with Flux's exception (its type and
 note); still active at the end; lost (Flux no longer knows it). The contract (docs/lost-pods.md): no
@@ -46,7 +47,8 @@ from tests.kubelet.pods import Kubelet
 SIZE = 4
 CHECKPOINT_PERIOD = 2.0
 STATE = {"claimName": "flux-state", "checkpointPeriod": f"{CHECKPOINT_PERIOD:g}s"}
-FAULTS = ("worker deleted", "worker killed", "rank 0 evicted", "rank 0 killed", "worker and rank 0")
+FAULTS = ("worker deleted", "worker killed", "rank 0 evicted", "rank 0 killed", "worker and rank 0", "worker cut off")
+CUT_OFF = 30.0
 RECOVERY_TIMEOUT = 120.0
 
 
@@ -61,10 +63,14 @@ class Fault:
     kind: str
     ranks: tuple[int, ...]
     at: float
+    ended: float = 0.0
+    """When the fault was over: the pods stopped, or the link back up."""
     whole_after: float = 0.0
-    """Seconds from the fault to every rank up again (each pod's readiness: its broker in the instance)."""
+    """Seconds from the fault's end to every rank up again (each pod's readiness: its broker in the instance)."""
     moving_after: float = 0.0
-    """Seconds from the fault to a new job's end (the queue moving again)."""
+    """Seconds from the fault's end to a new job's end (the queue moving again)."""
+    drained: str = ""
+    """Ranks Flux held drained once the queue moved (`flux resource drain`): none, or a rank lost for good."""
 
 
 @dataclass
@@ -81,7 +87,7 @@ class Outcome:
     def lost_beyond_the_bound(self) -> list[Submitted]:
         """Lost jobs the contract does not allow: not submitted within a checkpoint period before a
         `rank 0 killed` fault (nor while its replacement came up)."""
-        windows = [(f.at - CHECKPOINT_PERIOD, f.at + f.whole_after) for f in self.faults if "killed" in f.kind
+        windows = [(f.at - CHECKPOINT_PERIOD, f.ended + f.whole_after) for f in self.faults if "killed" in f.kind
                    and 0 in f.ranks]  # fmt: skip
         return [job for job in self.lost if not any(start <= job.at <= end for start, end in windows)]
 
@@ -110,8 +116,8 @@ class Soak:
         for kind in faults:
             time.sleep(settle)
             done.append(self.inject(kind))
-            print(f"{kind} {done[-1].ranks}: whole after {done[-1].whole_after:.1f}s, "
-                  f"moving after {done[-1].moving_after:.1f}s", flush=True)  # fmt: skip
+            print(f"{kind} {done[-1].ranks}: whole after {done[-1].whole_after:.1f}s, moving after "
+                  f"{done[-1].moving_after:.1f}s, drained: {done[-1].drained or 'none'}", flush=True)  # fmt: skip
         time.sleep(settle)
         self.stopping.set()
         self.submitter.join()
@@ -145,11 +151,16 @@ class Soak:
         worker = self.faults_rng.randrange(1, SIZE)
         ranks = {"rank 0 evicted": (0,), "rank 0 killed": (0,), "worker and rank 0": (worker, 0)}.get(kind, (worker,))
         fault = Fault(kind, ranks, time.time())
-        stops = [threading.Thread(target=self._replace, args=(rank, self._graceful(kind, rank))) for rank in ranks]
-        for stop in stops:
-            stop.start()
-        for stop in stops:
-            stop.join()
+        if kind == "worker cut off":
+            with self.kubelet.cut_off(worker):
+                time.sleep(CUT_OFF)
+        else:
+            stops = [threading.Thread(target=self._replace, args=(rank, self._graceful(kind, rank))) for rank in ranks]
+            for stop in stops:
+                stop.start()
+            for stop in stops:
+                stop.join()
+        fault.ended = time.time()
         self._recovered(fault)
         return fault
 
@@ -181,10 +192,8 @@ class Soak:
                     self.kubelet.start(rank)
 
     def _recovered(self, fault: Fault) -> None:
-        ranks = range(SIZE)
-        wait_until(lambda: all(self.kubelet.pod(rank).ready() for rank in ranks), "every rank up", RECOVERY_TIMEOUT,
-                   poll=0.1)  # fmt: skip
-        fault.whole_after = time.time() - fault.at
+        wait_until(self._whole, "every rank up", RECOVERY_TIMEOUT, poll=0.1)
+        fault.whole_after = time.time() - fault.ended
         # A job of its own, ahead of the stream's (urgency 31): its end says the queue moves.
         try:
             self.rank0().flux("run", "--urgency=31", "-N1", "true", timeout=RECOVERY_TIMEOUT)
@@ -197,7 +206,19 @@ class Soak:
             raise RuntimeError(
                 f"after {fault.kind} {fault.ranks}: the queue did not move ({error})\n" + "\n".join(views)
             ) from None
-        fault.moving_after = time.time() - fault.at
+        fault.moving_after = time.time() - fault.ended
+        fault.drained = self.rank0().flux("resource", "drain", "-n", "-o", "{ranks}").strip()
+
+    def _whole(self) -> bool:
+        """Every pod ready, and every rank online in rank 0's view: a worker cut off may still run its
+        broker, and so pass its probe, while rank 0 has lost it."""
+        if not all(self.kubelet.pod(rank).ready() for rank in range(SIZE)):
+            return False
+        try:
+            online = self.rank0().flux("resource", "status", "-s", "online", "-no", "{ranks}", timeout=5).strip()
+        except (RuntimeError, subprocess.TimeoutExpired):
+            return False
+        return online == f"0-{SIZE - 1}"
 
     # -- accounting -----------------------------------------------------------------------------
 
