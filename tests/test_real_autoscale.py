@@ -92,6 +92,18 @@ def test_while_a_pulumi_up_resizes_the_autoscaler_waits_then_acts(minicluster: M
     cluster.wait(lambda: cluster.size == 2 and cluster.ready(2), "the cluster to grow once the lease is given back")
 
 
+def test_a_lease_a_resize_left_held_is_given_back_at_the_next_look(minicluster: Make, api_server: StandIn) -> None:
+    """A resize whose end found the API server away (or a rank 0 killed mid-resize) leaves the lease
+    held until it expires, which would hold off every `pulumi up` resize for scheduleTimeout + 60 s."""
+    cluster = autoscaled(minicluster, api_server)
+    job = cluster.api.jobs[("default", "dev")]
+    job["metadata"]["annotations"] = {sizing.RESIZING: sizing.lease(sizing.AUTOSCALER_HOLDER, time.time() + 600)}
+    cluster.wait(lambda: "giving back the resize lease a resize left held" in cluster.autoscaler_log, "the look")
+    cluster.wait(lambda: sizing.lease_holder(job["metadata"].get("annotations"), time.time()) is None, "no lease")
+    cluster.submit("-N2", "true")
+    cluster.wait(lambda: cluster.size == 2 and cluster.ready(2), "the next resize, as usual")
+
+
 # A Flux job's look for an API token: the standard path, then every file under the directories a pod's
 # volumes and runtime files live in, and its environment, for the token's own text. The token comes in
 # two halves, so that the job's own command line, which Flux keeps, never holds it whole.

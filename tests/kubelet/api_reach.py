@@ -6,9 +6,11 @@ API. And the objects a real `pulumi up` created, as manifests, for the kubelet t
 from __future__ import annotations
 
 import base64
+import contextlib
 import select
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +61,7 @@ class ServiceRelay:
     accounts' files from the TokenRequest API."""
 
     def __init__(self, network: PodNetwork, plane: ControlPlane, admin: client.ApiClient, directory: Path) -> None:
-        self.plane, self.admin, self.directory = plane, admin, directory
+        self.network, self.plane, self.admin, self.directory = network, plane, admin, directory
         self.host, self.port = SERVICE_HOST, API_PORT
         ip("addr", "add", f"{network.gateway}/16", "dev", "br0", namespace=network.switch)
         ip("addr", "add", f"{SERVICE_HOST}/32", "dev", "br0", namespace=network.switch)
@@ -94,6 +96,17 @@ class ServiceRelay:
                         data = b""
                     if not data:
                         return
+
+    @contextlib.contextmanager
+    def unreachable(self) -> Iterator[None]:
+        """The API server gone from the pod network inside the block: its address leaves the switch,
+        which does not forward, so what the pods send it is dropped without an answer. Connections
+        stall and new ones get no reply, as on a network that lost its route; then the address is back."""
+        ip("addr", "del", f"{SERVICE_HOST}/32", "dev", "br0", namespace=self.network.switch)
+        try:
+            yield
+        finally:
+            ip("addr", "add", f"{SERVICE_HOST}/32", "dev", "br0", namespace=self.network.switch)
 
     def service_account(self, namespace: str, name: str, rules: list[Manifest]) -> Path:
         """The account's files from the API server, whose RBAC judges the token by the account's real

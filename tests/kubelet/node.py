@@ -67,7 +67,8 @@ class Node:
         """Whether the Job's objects come from the API server (a real `pulumi up`), not from the kubelet."""
         self.core = client.CoreV1Api(admin)
         self.name = name or f"node-{kubelet.network.tag}"
-        kubelet.reach_api(ServiceRelay(kubelet.network, plane, admin, kubelet.tmp / "api"))
+        self.relay = ServiceRelay(kubelet.network, plane, admin, kubelet.tmp / "api")
+        kubelet.reach_api(self.relay)
         self.pods: dict[str, Pod] = {}
         self.deleting: set[str] = set()
         self.stopping = threading.Event()

@@ -6,11 +6,13 @@ the real RBAC authorizer enforces it, and the Job controller makes and removes t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import pytest
 
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER
+from flux_minicluster.config import sizing
 from tests.autoscaled import shrinks
 from tests.kubelet.pod import wait_until
 from tests.realengine.pulumi_stack import StackOnNode
@@ -45,3 +47,24 @@ def test_the_example_grows_to_four_for_four_jobs_and_back_to_one_under_a_real_pu
     assert "403" not in autoscaler.log and "404" not in autoscaler.log, autoscaler.log
     cluster.stack.destroy()
     assert cluster.left() == {}
+
+
+def test_the_api_server_away_for_20s_as_it_grows_leaves_no_lease_held_and_the_autoscaler_going(
+    cluster: StackOnNode,
+) -> None:
+    """The API server's address drops out of the pod network (its packets dropped, no answer) for 20 s
+    from the moment the autoscaler grows the Job, so the end of that resize finds it away; the Job
+    controller and the brokers are unaffected. After it, the lease is free while the jobs still run (a
+    `pulumi up` may resize), and the autoscaler still shrinks the cluster once they are done."""
+    autoscaler = cluster.rank0.container(AUTOSCALER_CONTAINER)
+    wait_until(lambda: "autoscaler: sizing the cluster to its queue" in autoscaler.log, "the autoscaler", 30)
+    jobs = cluster.rank0.flux("submit", "--cc=1-2", "-N1", "sleep", "40").split()
+    wait_until(lambda: "autoscaler: grew from 1 to 2" in autoscaler.log, "the grow", 30, poll=0.05)
+    with cluster.node.relay.unreachable():
+        time.sleep(20)
+    assert "no answer" in autoscaler.log  # the outage reached it: its requests went unanswered
+    wait_until(lambda: sizing.lease_holder(cluster.job().metadata.annotations, time.time()) is None,
+               "the resize lease to be given back", 10, poll=0.5)  # fmt: skip
+    assert all(cluster.rank0.flux("jobs", "-no", "{status}", job).strip() == "RUN" for job in jobs)
+    wait_until(lambda: cluster.size == 1 and len(cluster.pods()) == 1, "the autoscaler to shrink back to 1", 90)
+    assert [cluster.rank0.flux("jobs", "-no", "{status}", job).strip() for job in jobs] == ["COMPLETED"] * 2

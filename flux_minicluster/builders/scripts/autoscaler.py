@@ -94,10 +94,15 @@ class Autoscaler:
     def look(self) -> None:
         """One look: the Job's size (a `pulumi up` may have changed it), the instance, a decision."""
         job = self.api.job(self.job_name)
-        if sizing.lease_holder(job["metadata"].get("annotations"), time.time()) == sizing.PULUMI:
+        holder = sizing.lease_holder(job["metadata"].get("annotations"), time.time())
+        if holder == sizing.PULUMI:
             if not self.held_off:
                 say("a `pulumi up` is resizing the cluster: waiting for it to end")
             self.held_off = True
+            return
+        if holder == sizing.AUTOSCALER_HOLDER:  # a resize's end, or a previous rank 0's, could not give it back
+            say("giving back the resize lease a resize left held (the API server did not answer at its end)")
+            self.give_lease_back()
             return
         self.held_off = False
         size = int(job["spec"]["completions"])
