@@ -209,6 +209,18 @@ def test_status_says_which_ranks_were_replaced_how_often_and_why(kube_api: Clust
     assert "replaced rank 1" not in said
 
 
+def test_status_takes_no_event_of_a_gone_pods_start_for_why_it_went(kube_api: Cluster, capsys: Any) -> None:
+    """Found on the real control plane: a pod gone with no event of its end was said to have gone for
+    its last event, the scheduler's "Scheduled"."""
+    all_running(kube_api)
+    for name, at in (("dev-1-aaaaa", "2025-12-30T00:00:00Z"), ("dev-1-abcde", "2026-01-01T00:00:00Z")):
+        kube_api.add_event("default", "dev", "SuccessfulCreate", f"Created pod: {name}", kind="Job", at=at)
+    kube_api.add_event("default", "dev-1-aaaaa", "Scheduled", "Successfully assigned default/dev-1-aaaaa to node-1")
+    kube_api.add_event("default", "dev-1-aaaaa", "Started", "Started container flux-broker")
+    assert cli.main(["status", "--stack", "dev"]) == 0
+    assert "replaced rank 1: 1 time (deleted)" in " ".join(capsys.readouterr().out.split())
+
+
 def test_status_without_leave_to_read_events_still_answers(kube_api: Cluster, capsys: Any) -> None:
     all_running(kube_api)
     kube_api.fail("GET", "/events$", 403, 'events is forbidden: User "dev" cannot list resource "events"')

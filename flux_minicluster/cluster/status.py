@@ -138,13 +138,19 @@ def _when(event: Any) -> datetime | None:
     return when
 
 
+STOP_REASONS = frozenset({"Killing", "Evicted", "Preempted", "Preempting", "TaintManagerEviction", "NodeNotReady"})
+"""Events that say why a pod stopped: the kubelet's (stopping its containers, a node-pressure or critical
+pod's eviction), the scheduler's preemption, the node controller's. A pod's other events (Scheduled,
+Pulled, Started, ...) say how it began, never why it went."""
+
+
 def _why_gone(name: str, pod: Any, events: Sequence[Any]) -> str:
     for condition in (pod.status.conditions or []) if pod is not None else []:
         if condition.type == "DisruptionTarget" and condition.status == "True":
             return f"{condition.reason}: {condition.message}" if condition.message else str(condition.reason)
     if pod is not None and pod_state(pod).finished:
         return str(pod_state(pod))
-    said = [event for event in events if event.involved_object.name == name]
+    said = [event for event in events if event.involved_object.name == name and event.reason in STOP_REASONS]
     return f"{said[-1].reason}: {said[-1].message}" if said else "deleted"
 
 

@@ -25,7 +25,7 @@ from typing import Any
 import urllib3
 from kubernetes import client, watch
 
-from flux_minicluster.builders.names import INDEX_LABEL
+from flux_minicluster.builders.names import BROKER_CONTAINER, INDEX_LABEL
 from tests.engines.control_plane import ControlPlane
 from tests.engines.versions import STREAMING_BIN
 from tests.kubelet import single_pod
@@ -171,13 +171,27 @@ class Node:
 
     def _stop(self, pod: Any, running: Pod, grace: float) -> None:
         """The API server is deleting the pod: its containers stop within the grace period, then the
-        kubelet's final delete (grace 0) lets it go once its finalizers are done."""
+        kubelet's final delete (grace 0) lets it go once its finalizers are done. The kubelet's Event
+        says so first, as a kubelet records it for each container it stops."""
+        self._event(pod, "Killing", f"Stopping container {BROKER_CONTAINER}")
         code = running.terminate(grace)
         terminated = {"exitCode": code, "reason": "Error" if code else "Completed", "finishedAt": now()}
         with contextlib.suppress(*GONE):
             self._status(pod, {"phase": "Failed" if code else "Succeeded", **self._conditions(False),
                                "containerStatuses": self._containers(pod, False, terminated)})  # fmt: skip
             self.core.delete_namespaced_pod(pod.metadata.name, pod.metadata.namespace, grace_period_seconds=0)
+
+    def _event(self, pod: Any, reason: str, message: str) -> None:
+        meta = pod.metadata
+        event = client.CoreV1Event(
+            metadata=client.V1ObjectMeta(generate_name=f"{meta.name}.", namespace=meta.namespace),
+            involved_object=client.V1ObjectReference(kind="Pod", name=meta.name, namespace=meta.namespace,
+                                                     uid=meta.uid, api_version="v1"),
+            reason=reason, message=message, type="Normal", first_timestamp=datetime.datetime.now(datetime.UTC),
+            source=client.V1EventSource(component="kubelet", host=self.name), count=1,
+        )  # fmt: skip
+        with contextlib.suppress(*GONE):
+            self.core.create_namespaced_event(meta.namespace, event)
 
     def _record(self, pod: Any, running: Pod, ended: bool) -> None:
         """What the streaming server (tests/kubelet/streaming) needs to serve each container's log and
