@@ -107,13 +107,13 @@ class PodNetwork:
 
     def restore(self, pod: str) -> None:
         """The link back up, with the routes it lost when it went down (a pod that has ended has none)."""
-        with self._lock:
+        with self._lock:  # held throughout: detach cannot remove the namespace meanwhile
             namespace = self.namespaces.get(pod)
-        if namespace is None:
-            return
-        ip("link", "set", "eth0", "up", namespace=namespace)
-        for route in self.routes:
-            ip("route", "replace", route, "via", self.gateway, "dev", "eth0", namespace=namespace)
+            if namespace is None:
+                return
+            ip("link", "set", "eth0", "up", namespace=namespace)
+            for route in self.routes:
+                ip("route", "replace", route, "via", self.gateway, "dev", "eth0", namespace=namespace)
 
     def _publish(self) -> None:
         lines = "".join(f"{address}\t{fqdn}\t{host}\n" for address, fqdn, host in self.records.values())

@@ -1,6 +1,7 @@
 # shellcheck shell=bash disable=SC2154 # the entrypoint's variables
 # What a pod does when it is told to stop (a worker's broker, rank 0's hand-over), and rank 0's
-# instance beyond one pod: restarting it from the state volume in the next pod. Sourced by entrypoint.sh, whose variables and functions it uses.
+# instance beyond one pod: restarting it from the state volume in the next pod. Sourced by
+# entrypoint.sh, whose variables and functions it uses.
 
 # Where rank 0 keeps the instance's state: on the state volume if there is one (a replaced rank 0
 # restarts the same instance from it), else in the pod.
@@ -23,7 +24,9 @@ stop_broker() {
       if [[ $name == flux-shell ]]; then signal=KILL && break; fi
     done
   fi
-  if [[ $signal == KILL ]]; then log "a job runs here: ending the broker as a lost node, so that Flux ends the job at once"; fi
+  if [[ $signal == KILL ]]; then
+    log "a job runs here: ending the broker as a lost node, so that Flux ends the job at once"
+  fi
   kill -"$signal" "$broker_pid" 2>/dev/null || true
 }
 
