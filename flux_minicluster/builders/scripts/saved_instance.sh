@@ -13,21 +13,36 @@ statedir() {
   fi
 }
 
-# The pod is stopping. A worker on which a job runs is killed, not stopped: Flux ends a job at once
-# when a node is lost ("node failure on HOST"), but after a clean stop it waits 5 x [exec] kill-timeout
-# (25 s) for the gone rank's job shell, holding every node of the job meanwhile.
+# The pod is stopping. A worker on which a job runs first has Flux cancel that job: after a clean stop
+# with the job's shell still running, Flux waits 5 x [exec] kill-timeout (25 s) for the gone rank's
+# shell, holding every node of the job meanwhile. (Killing the broker instead, a lost node, ends the
+# job at once, but a rank 0 stopping at the same moment then restarts with that rank failing jobs.)
 stop_broker() {
-  local signal=TERM comm name
-  if ((rank != 0)); then
-    for comm in /proc/[0-9]*/comm; do
-      { name=$(<"$comm"); } 2>/dev/null || continue
-      if [[ $name == flux-shell ]]; then signal=KILL && break; fi
-    done
-  fi
-  if [[ $signal == KILL ]]; then
-    log "a job runs here: ending the broker as a lost node, so that Flux ends the job at once"
-  fi
-  kill -"$signal" "$broker_pid" 2>/dev/null || true
+  if ((rank != 0)) && runs_job_shells; then cancel_jobs_here; fi
+  kill -TERM "$broker_pid" 2>/dev/null || true
+}
+
+runs_job_shells() {
+  local stat line
+  for stat in /proc/[0-9]*/stat; do
+    { line=$(<"$stat"); } 2>/dev/null || continue
+    # pid (comm) state ppid ...: the broker's own job shells, not another broker's on the same host
+    if [[ $line == *" (flux-shell) "* && ${line#*) } == ?" $broker_pid "* ]]; then return 0; fi
+  done
+  return 1
+}
+
+cancel_jobs_here() {
+  local -x FLUX_URI=$local_uri
+  local jobs waited=0
+  log "a job runs here: cancelling it before the broker stops, so that its other nodes are freed at once"
+  jobs=$(bounded "$flux" jobs --filter=running -i "$rank" -no '{id}' 2>/dev/null) || return 0
+  # shellcheck disable=SC2086 # one ID per word
+  if [[ -n $jobs ]]; then bounded "$flux" cancel --message="minicluster: rank $rank's pod is stopping" $jobs; fi
+  while runs_job_shells && ((waited < 50)); do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
 }
 
 # Rank 0 is going away (eviction, drain, replacement), which is not the end of the instance's work:
@@ -39,16 +54,20 @@ hand_over_rank0() {
   if ! bounded "$flux" exec -r all touch "$rejoin_mark" >/dev/null 2>&1; then
     log "could not mark every worker to rejoin (some may be down); those that were not will complete"
   fi
-  mark_late_joiners
+  local marking
+  mark_late_joiners &
+  marking=$!
   stop_scheduling
   log "cancelling the running jobs: rank 0's pod is stopping"
   bounded "$flux" cancel --user=all --states=running --message="${MC_HAND_OVER_NOTE:?}" ||
     log "could not cancel the running jobs"
+  wait "$marking" || true
 }
 
 # A worker that joins during the hand-over (a replaced worker, while the jobs are cancelled) was not
 # there to be marked, and would complete when this broker stops. The broker marks every rank once
-# more in its cleanup, its last step before it tells the workers to stop.
+# more in its cleanup, its last step before it tells the workers to stop. (Asked beside the rest of
+# the hand-over: `flux admin` is a Python command, slow to start.)
 mark_late_joiners() {
   local mark_all
   mark_all="$(time_limit) $(printf '%q ' "$flux" exec -r all touch "$rejoin_mark")"
