@@ -115,23 +115,6 @@ def test_a_worker_told_to_stop_exits_at_once_with_143(minicluster: Make) -> None
     wait_until(lambda: online(rank0) == "0-1", "rank 0 to see the rank go", 10)
 
 
-def test_a_worker_told_to_stop_under_a_job_has_it_cancelled_first_and_its_nodes_freed_at_once(
-    minicluster: Make,
-) -> None:
-    """Found by the soak: after a clean stop with the job's shell running, Flux held the job, and every
-    node of it, 5 x kill-timeout (25 s) for the gone rank's job shell."""
-    _, (rank0, _, worker) = persistent(minicluster)
-    job = rank0.flux("submit", "-N3", "sleep", "300").strip()
-    wait_until(lambda: rank0.flux("jobs", "-no", "{state}", job).strip() == "RUN", "the job to run", 10)
-    sent = time.monotonic()
-    assert worker.terminate() == STOPPED
-    assert "a job runs here: cancelling it before the broker stops" in worker.log
-    wait_until(lambda: rank0.flux("jobs", "-no", "{state}", job).strip() == "INACTIVE", "the job to end", 20)
-    assert time.monotonic() - sent < 10  # typically 1 s; a plain clean stop took 25 s
-    assert rank0.flux("jobs", "-no", "{exception.note}", job).strip() == "minicluster: rank 2's pod is stopping"
-    assert rank0.flux("run", "-N2", "true", timeout=10) == ""  # its other nodes are free
-
-
 def test_rank0_told_to_stop_exits_at_once_with_143_and_the_workers_wait_for_its_replacement(
     minicluster: Make,
 ) -> None:

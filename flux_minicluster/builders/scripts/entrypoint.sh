@@ -182,7 +182,7 @@ on_stop() {
   log "told to stop (SIGTERM)${broker_pid:+: stopping the broker}"
   if [[ -n $broker_pid ]] && [[ $rank == 0 ]]; then hand_over_rank0; fi
   if [[ -n $resume_pid ]]; then kill "$resume_pid" 2>/dev/null || true; fi
-  if [[ -n $broker_pid ]]; then stop_broker; fi
+  if [[ -n $broker_pid ]]; then kill -TERM "$broker_pid" 2>/dev/null || true; fi
 }
 
 # Rank 0: the instance's initial program decides the mode. flux start returns that program's status.

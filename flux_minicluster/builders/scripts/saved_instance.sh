@@ -1,7 +1,6 @@
 # shellcheck shell=bash disable=SC2154 # the entrypoint's variables
-# What a pod does when it is told to stop (a worker's broker, rank 0's hand-over), and rank 0's
-# instance beyond one pod: restarting it from the state volume in the next pod. Sourced by
-# entrypoint.sh, whose variables and functions it uses.
+# Rank 0's instance beyond one pod: handing it over when the pod stops, and restarting it from the
+# state volume in the next pod. Sourced by entrypoint.sh, whose variables and functions it uses.
 
 # Where rank 0 keeps the instance's state: on the state volume if there is one (a replaced rank 0
 # restarts the same instance from it), else in the pod.
@@ -11,38 +10,6 @@ statedir() {
   else
     printf '%s/content' "$state"
   fi
-}
-
-# The pod is stopping. A worker on which a job runs first has Flux cancel that job: after a clean stop
-# with the job's shell still running, Flux waits 5 x [exec] kill-timeout (25 s) for the gone rank's
-# shell, holding every node of the job meanwhile. (Killing the broker instead, a lost node, ends the
-# job at once, but a rank 0 stopping at the same moment then restarts with that rank failing jobs.)
-stop_broker() {
-  if ((rank != 0)) && runs_job_shells; then cancel_jobs_here; fi
-  kill -TERM "$broker_pid" 2>/dev/null || true
-}
-
-runs_job_shells() {
-  local stat line
-  for stat in /proc/[0-9]*/stat; do
-    { line=$(<"$stat"); } 2>/dev/null || continue
-    # pid (comm) state ppid ...: the broker's own job shells, not another broker's on the same host
-    if [[ $line == *" (flux-shell) "* && ${line#*) } == ?" $broker_pid "* ]]; then return 0; fi
-  done
-  return 1
-}
-
-cancel_jobs_here() {
-  local -x FLUX_URI=$local_uri
-  local jobs waited=0
-  log "a job runs here: cancelling it before the broker stops, so that its other nodes are freed at once"
-  jobs=$(bounded "$flux" jobs --filter=running -i "$rank" -no '{id}' 2>/dev/null) || return 0
-  # shellcheck disable=SC2086 # one ID per word
-  if [[ -n $jobs ]]; then bounded "$flux" cancel --message="minicluster: rank $rank's pod is stopping" $jobs; fi
-  while runs_job_shells && ((waited < 50)); do
-    sleep 0.1
-    waited=$((waited + 1))
-  done
 }
 
 # Rank 0 is going away (eviction, drain, replacement), which is not the end of the instance's work:
