@@ -64,7 +64,7 @@ class ServiceRelay:
         self.network, self.plane, self.admin, self.directory = network, plane, admin, directory
         self.host, self.port = SERVICE_HOST, API_PORT
         ip("addr", "add", f"{network.gateway}/16", "dev", "br0", namespace=network.switch)
-        ip("addr", "add", f"{SERVICE_HOST}/32", "dev", "br0", namespace=network.switch)
+        self._service_address("add")
         network.routes.append(SERVICE_HOST)
         self.listener = listening(network.switch, SERVICE_HOST, API_PORT)
         self.listener.settimeout(0.2)
@@ -102,11 +102,15 @@ class ServiceRelay:
         """The API server gone from the pod network inside the block: its address leaves the switch,
         which does not forward, so what the pods send it is dropped without an answer. Connections
         stall and new ones get no reply, as on a network that lost its route; then the address is back."""
-        ip("addr", "del", f"{SERVICE_HOST}/32", "dev", "br0", namespace=self.network.switch)
+        self._service_address("del")
         try:
             yield
         finally:
-            ip("addr", "add", f"{SERVICE_HOST}/32", "dev", "br0", namespace=self.network.switch)
+            self._service_address("add")
+
+    def _service_address(self, action: str) -> None:
+        """The `kubernetes` Service's address on the switch (`add`), or off it (`del`)."""
+        ip("addr", action, f"{SERVICE_HOST}/32", "dev", "br0", namespace=self.network.switch)
 
     def service_account(self, namespace: str, name: str, rules: list[Manifest]) -> Path:
         """The account's files from the API server, whose RBAC judges the token by the account's real

@@ -84,8 +84,7 @@ class PodNetwork:
             ip("addr", "add", f"{address}/{SUBNET.prefixlen}", "dev", "eth0", namespace=namespace)
             ip("link", "set", "eth0", "up", namespace=namespace)
             ip("link", "set", "lo", "up", namespace=namespace)
-            for route in self.routes:
-                ip("route", "add", route, "via", self.gateway, "dev", "eth0", namespace=namespace)
+            self._route(namespace)
             self.records[pod] = (address, fqdn, hostname)
             self._publish()
         return namespace, address
@@ -112,8 +111,12 @@ class PodNetwork:
             if namespace is None:
                 return
             ip("link", "set", "eth0", "up", namespace=namespace)
-            for route in self.routes:
-                ip("route", "replace", route, "via", self.gateway, "dev", "eth0", namespace=namespace)
+            self._route(namespace)
+
+    def _route(self, namespace: str) -> None:
+        """The pod's way to the addresses beyond the pod network (self.routes), through the gateway."""
+        for route in self.routes:
+            ip("route", "replace", route, "via", self.gateway, "dev", "eth0", namespace=namespace)
 
     def _publish(self) -> None:
         lines = "".join(f"{address}\t{fqdn}\t{host}\n" for address, fqdn, host in self.records.values())

@@ -4,14 +4,12 @@ is whole again and status says which rank was replaced and why, in the cluster's
 
 from __future__ import annotations
 
-import contextlib
 import io
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 from kubernetes import client
-from rich.console import Console
 
 from flux_minicluster.builders.names import BROKER_CONTAINER
 from flux_minicluster.ops import cli
@@ -23,8 +21,7 @@ pytestmark = pytest.mark.realflux
 
 def status(ops: Any) -> str:
     printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        cli.cmd_status(ops, Console(file=printed, width=200))
+    assert cli.cmd_status(ops, cli.Console(file=printed, width=200)) == 0
     return printed.getvalue()
 
 

@@ -102,7 +102,7 @@ class Autoscaler:
             return
         if holder == sizing.AUTOSCALER_HOLDER:  # a resize's end, or a previous rank 0's, could not give it back
             say("giving back the resize lease a resize left held (the API server did not answer at its end)")
-            self.give_lease_back()
+            self.give_lease_back(job)
             return
         self.held_off = False
         size = int(job["spec"]["completions"])
@@ -129,8 +129,9 @@ class Autoscaler:
             return False  # a `pulumi up` took it, or changed the Job: the next look sees what
         return True
 
-    def give_lease_back(self) -> None:
-        job = self.api.job(self.job_name)
+    def give_lease_back(self, job: "dict[str, Any] | None" = None) -> None:
+        """The lease back, if it is still this autoscaler's: on the Job as `job` says, else as read now."""
+        job = job or self.api.job(self.job_name)
         if sizing.lease_holder(job["metadata"].get("annotations"), time.time()) == sizing.AUTOSCALER_HOLDER:
             patch = sizing.lease_patch(None, job["metadata"]["resourceVersion"])
             self.api.patch_job(self.job_name, patch, sizing.FIELD_MANAGER)
