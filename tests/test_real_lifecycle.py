@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 import pytest
 
+from flux_minicluster.builders.manifests import LOCAL_URI
+from flux_minicluster.config import lifecycle
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
 
@@ -113,6 +115,78 @@ def test_a_worker_told_to_stop_exits_at_once_with_143(minicluster: Make) -> None
     assert worker.terminate() == STOPPED
     assert time.monotonic() - sent < 2
     wait_until(lambda: online(rank0) == "0-1", "rank 0 to see the rank go", 10)
+
+
+def started(rank0: Pod, *command: str) -> str:
+    """A job on every node of the 3, once it runs."""
+    job = rank0.flux("submit", "-N3", *command).strip()
+    wait_until(lambda: rank0.flux("jobs", "-no", "{state}", job).strip() == "RUN", "the job to run", 10)
+    return job
+
+
+def test_a_worker_told_to_stop_under_a_job_ends_it_and_frees_its_other_nodes_at_once(minicluster: Make) -> None:
+    """Found by the soak: after a clean stop with the job's shell still running, Flux held the job, and
+    every node of it, 5 x kill-timeout (25 s) for the gone rank's shell."""
+    _, (rank0, _, worker) = persistent(minicluster)
+    job = started(rank0, "sleep", "300")
+    sent = time.monotonic()
+    assert worker.terminate() == STOPPED
+    assert time.monotonic() - sent < 2
+    wait_until(lambda: rank0.flux("jobs", "-no", "{state}", job).strip() == "INACTIVE", "the job to end", 30)
+    assert time.monotonic() - sent < 5
+    ended = rank0.flux("jobs", "-no", "{result}|{exception.type}|{exception.note}", job).strip()
+    assert ended == "FAILED|node-failure|minicluster: the pod of rank 2 is stopping"
+    assert rank0.flux("run", "-N2", "true", timeout=10) == ""  # its other nodes are free
+
+
+def test_the_tasks_on_a_stopping_worker_get_sigterm_before_its_broker_stops(minicluster: Make) -> None:
+    _, (rank0, _, worker) = persistent(minicluster)
+    task = 'trap "echo $(hostname) got SIGTERM; exit 0" TERM; echo listening; sleep 300 & wait'
+    job = started(rank0, "bash", "-c", task)
+    wait_until(lambda: output(rank0, job).count("listening") == 3, "every task to listen for SIGTERM", 10)
+    assert worker.terminate() == STOPPED
+    said = f"{worker.hostname} got SIGTERM"
+    wait_until(lambda: said in output(rank0, job), "the worker's task to say it got SIGTERM", 10)
+
+
+def test_no_queued_job_starts_on_a_stopping_worker_and_its_replacement_undrains_the_rank(minicluster: Make) -> None:
+    cluster, (rank0, _, worker) = persistent(minicluster)
+    started(rank0, "sleep", "300")
+    queued = rank0.flux("submit", "-N3", "true").strip()
+    assert worker.terminate() == STOPPED
+    assert drained(rank0) == "2 minicluster: the pod of rank 2 is stopping"
+    assert rank0.flux("jobs", "-no", "{state}", queued).strip() == "SCHED"  # not started there, to fail
+    cluster.start(2)
+    wait_until(lambda: rank0.flux("jobs", "-no", "{result}", queued).strip() == "COMPLETED", "the queued job", 20)
+    assert drained(rank0) == ""
+
+
+def test_a_rank_drained_for_another_reason_stays_drained_after_its_pod_is_replaced(minicluster: Make) -> None:
+    cluster, (rank0, _, worker) = persistent(minicluster)
+    started(rank0, "sleep", "300")
+    rank0.flux("resource", "drain", "2", "maintenance")
+    assert worker.terminate() == STOPPED
+    assert marked(rank0, 2)
+    cluster.start(2)
+    wait_until(lambda: not marked(rank0, 2), "the replacement to look at the mark", 20)
+    assert drained(rank0) == "2 maintenance"
+
+
+def marked(rank0: Pod, rank: int) -> bool:
+    """The stopping worker's mark for its replacement to undrain the rank is in the KVS."""
+    found = rank0.exec("env", f"FLUX_URI={LOCAL_URI}", "flux", "kvs", "get", f"{lifecycle.DRAIN_MARKS}.{rank}")
+    if found.returncode != 0 and f"{lifecycle.DRAIN_MARKS}.{rank}: No such file" not in found.stderr:
+        raise RuntimeError(found.stderr)
+    return found.returncode == 0
+
+
+def drained(rank0: Pod) -> str:
+    return rank0.flux("resource", "drain", "-no", "{ranks} {reason}").strip()
+
+
+def output(rank0: Pod, job: str) -> str:
+    """What the job's tasks have written so far (its output eventlog)."""
+    return rank0.flux("job", "eventlog", "-p", "output", job)
 
 
 def test_rank0_told_to_stop_exits_at_once_with_143_and_the_workers_wait_for_its_replacement(

@@ -13,9 +13,9 @@ from flux_minicluster.config import lifecycle, paths, rules
 from flux_minicluster.config.spec import MiniClusterSpec
 
 SCRIPTS = (
-    paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "instance.sh", paths.RESIZE_SCRIPT, paths.READINGS_SCRIPT,
-    paths.METRICS_SCRIPT, paths.AUTOSCALER_ENTRY, paths.AUTOSCALER_SCRIPT, paths.AUTOSCALING_MODULE,
-    paths.CLUSTER_API_MODULE,
+    paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "stopping.sh", "instance.sh", paths.RESIZE_SCRIPT,
+    paths.READINGS_SCRIPT, paths.METRICS_SCRIPT, paths.AUTOSCALER_ENTRY, paths.AUTOSCALER_SCRIPT,
+    paths.AUTOSCALING_MODULE, paths.CLUSTER_API_MODULE,
 )  # fmt: skip
 """The scripts in every broker pod's run-config directory (builders/scripts/), beside config/sizing.py."""
 BATCH_SCRIPT = "batch.sh"
@@ -168,6 +168,9 @@ def script_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_BATCH_OUTPUT": spec.batch_output,
         "MC_STATE_VOLUME": paths.STATE_VOLUME if spec.state_volume is not None else None,
         "MC_HAND_OVER_NOTE": lifecycle.HAND_OVER_NOTE,
+        "MC_NODE_STOP_NOTE": lifecycle.NODE_STOP_NOTE,
+        "MC_DRAIN_MARKS": lifecycle.DRAIN_MARKS,
+        "MC_JOB_END_WAIT": lifecycle.JOB_END_WAIT,
         "MC_STOPPED_QUEUES_FILE": lifecycle.STOPPED_QUEUES_FILE,
         "MC_QUEUE_RESUME_WAIT": lifecycle.QUEUE_RESUME_WAIT,
         "MC_STATE_LOCK_WAIT": lifecycle.STATE_LOCK_WAIT,

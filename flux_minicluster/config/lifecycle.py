@@ -22,6 +22,16 @@ STOPPED_QUEUES_FILE = "minicluster-stopped-queues"
 queue), for the replacement to start again. A queue a user stopped is never in it."""
 HAND_OVER_NOTE = "minicluster: rank 0's pod is stopping"
 """The reason on the queues a hand-over stops, and the note on the jobs it cancels."""
+NODE_STOP_NOTE = "minicluster: the pod of rank {rank} is stopping"
+"""Why a stopping worker with jobs on it drains its rank, and the note on the node-failure exception it
+raises on those jobs ({rank}: its rank)."""
+DRAIN_MARKS = "minicluster.drained"
+"""KVS directory of the ranks a stopping worker drained (one key per rank), for the next pod of that
+rank to undrain."""
+JOB_END_WAIT = 10
+"""Seconds a stopping worker waits, at most, for the jobs it raised that exception on to end here before
+its broker stops: Flux sends their tasks SIGTERM, and SIGKILL [exec] kill-timeout later (5 s by
+default). Beyond it, Flux holds the jobs' other nodes until it gives up on this rank (25 s)."""
 
 READY_PERIOD = 2
 """Seconds between two runs of the readiness probe. Until the broker is up each run asks Flux

@@ -213,15 +213,16 @@ class Soak:
         fault.drained = self.rank0().flux("resource", "drain", "-n", "-o", "{ranks}").strip()
 
     def _whole(self) -> bool:
-        """Every pod ready, and every rank online in rank 0's view: a worker cut off may still run its
-        broker, and so pass its probe, while rank 0 has lost it."""
+        """Every pod ready, and every rank available in rank 0's view (online, not drained): a worker
+        cut off may still run its broker, and so pass its probe, while rank 0 has lost it; a worker's
+        replacement undrains the rank its predecessor drained as it stopped."""
         if not all(self.kubelet.pod(rank).ready() for rank in range(SIZE)):
             return False
         try:
-            online = self.rank0().flux("resource", "status", "-s", "online", "-no", "{ranks}", timeout=5).strip()
+            available = self.rank0().flux("resource", "status", "-s", "avail", "-no", "{ranks}", timeout=5).strip()
         except (RuntimeError, subprocess.TimeoutExpired):
             return False
-        return online == f"0-{SIZE - 1}"
+        return available == f"0-{SIZE - 1}"
 
     # -- accounting -----------------------------------------------------------------------------
 

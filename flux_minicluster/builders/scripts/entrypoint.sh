@@ -10,11 +10,12 @@
 # Static: the Job configures it with MC_* variables (all required; defined in builders/files.py) and
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
 # init.sh, pre.sh and post.sh, and the other scripts: lib.sh, saved_instance.sh (rank 0 across pods),
+# stopping.sh (what a broker does before it stops),
 # instance.sh (rank 0's program for batch, interactive, the RESTful API), resize.sh, and the Python
 # companion started beside the broker: metrics.py (metrics.enabled). autoscaler.sh is another container's.
 # The current size and quorum are read at start from MC_SCALE_DIR, which a resize rewrites in place.
-# Stopping: SIGTERM is passed to the broker at once, and the pod exits 143 (never 0: a Job does not
-# rerun a succeeded index); rank 0 first hands the instance over (saved_instance.sh).
+# Stopping: SIGTERM is passed to the broker, and the pod exits 143 (never 0: a Job does not rerun a
+# succeeded index); rank 0 first hands the instance over, a worker first ends its jobs (stopping.sh).
 
 set -o pipefail
 if [[ ${MC_STRICT:?} == true ]]; then set -euo pipefail; fi
@@ -24,7 +25,8 @@ source "${MC_RUN_CONFIG_DIR:?}/lib.sh"
 
 rejoin_mark=$state/rejoin # written on every rank (flux exec) by a rank 0 that is going away
 broker_pid=""
-resume_pid="" # the background step that starts scheduling again after a hand-over
+restart_step_pid="" # undoes what the previous pod's stop did, once the broker answers: rank 0 starts
+                    # scheduling again (resume_scheduling), a worker undrains its rank (undrain_when_up)
 state_lock="" # the descriptor of the saved instance's lock (rank 0 with a state volume)
 instance_dir="" # where this broker keeps the instance's state (statedir), found once by prepare_state
 broker_was_ready=false # the last broker was up in its instance (the readiness probe said so)
@@ -176,15 +178,6 @@ start_companions() {
   fi
 }
 
-on_stop() {
-  if [[ $stop_requested == true ]]; then return; fi
-  stop_requested=true
-  log "told to stop (SIGTERM)${broker_pid:+: stopping the broker}"
-  if [[ -n $broker_pid ]] && [[ $rank == 0 ]]; then hand_over_rank0; fi
-  if [[ -n $resume_pid ]]; then kill "$resume_pid" 2>/dev/null || true; fi
-  if [[ -n $broker_pid ]]; then kill -TERM "$broker_pid" 2>/dev/null || true; fi
-}
-
 # Rank 0: the instance's initial program decides the mode. flux start returns that program's status.
 start_rank0() {
   local -a options command flags program layout
@@ -216,6 +209,8 @@ start_worker() {
   local -a options
   local attempt=1 delay=1 status
   broker_options options
+  undrain_when_up &
+  restart_step_pid=$!
   while :; do
     status=0
     run_broker "$flux" start "${options[@]}" || status=$?
@@ -258,6 +253,8 @@ main() {
   # Only now: the readiness probe, run every few seconds for the pod's life, needs none of it.
   # shellcheck source=saved_instance.sh source-path=SCRIPTDIR
   source "$run_config/saved_instance.sh"
+  # shellcheck source=stopping.sh source-path=SCRIPTDIR
+  source "$run_config/stopping.sh"
   restore_view_software
   trap on_stop TERM INT
   run_hook init
@@ -282,6 +279,7 @@ main() {
     start_worker || status=$?
   fi
   if [[ $stop_requested == true ]]; then status=$STOPPED; fi
+  if [[ -n $restart_step_pid ]]; then kill "$restart_step_pid" 2>/dev/null || true; fi
   if [[ ${MC_TIMED:?} == true ]]; then log "the broker ran for $((SECONDS - started))s"; fi
   export MC_EXIT_STATUS=$status
   run_hook post

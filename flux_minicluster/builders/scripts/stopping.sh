@@ -1,0 +1,153 @@
+# shellcheck shell=bash disable=SC2154 # the entrypoint's variables
+# What a broker does when its pod is told to stop, before its broker stops: rank 0 hands the instance
+# over; a worker ends the jobs that run on it. Sourced by entrypoint.sh, whose variables it uses.
+
+# SIGTERM (the trap): rank 0 hands the instance over, a worker ends the jobs it runs; then the broker
+# stops cleanly.
+on_stop() {
+  if [[ $stop_requested == true ]]; then return; fi
+  stop_requested=true
+  log "told to stop (SIGTERM)${broker_pid:+: stopping the broker}"
+  if [[ -n $restart_step_pid ]]; then kill "$restart_step_pid" 2>/dev/null || true; fi
+  [[ -n $broker_pid ]] || return 0
+  if ((rank == 0)); then hand_over_rank0; else end_jobs_here; fi
+  kill -TERM "$broker_pid" 2>/dev/null || true
+}
+
+# A worker stopped with a job's shell still running here leaves rank 0 waiting for that shell: Flux
+# (0.88) holds the job, and every node of it, 5 x [exec] kill-timeout (25 s by default) before it
+# gives up on it. So the jobs end first, while this broker can still tell rank 0 that their shells
+# here have: the rank is drained (no queued job may start here as they end), and each job gets a node
+# failure, on which Flux signals its tasks (SIGTERM, then SIGKILL after kill-timeout). A mark in the
+# KVS has this pod's replacement undrain the rank. (Killing the broker instead, a lost node, ends the
+# jobs at once too, but a rank 0 stopping at the same moment then restarts with that rank failing the
+# jobs it places there.)
+end_jobs_here() {
+  local -a jobs
+  local -x FLUX_URI=$local_uri
+  local note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} deadline
+  mapfile -t jobs < <(jobs_here)
+  ((${#jobs[@]})) || return 0
+  log "jobs run here: draining this rank and ending them, so that their other nodes are freed at once"
+  # --update: a rank drained before (a shrink) keeps its reason, and stays drained after the replacement.
+  if ! { bounded "$flux" kvs put "$(drain_mark)=$rank" &&
+    bounded "$flux" resource drain --update "$rank" "$note" &&
+    bounded "$flux" job raise --type=node-failure --message="$note" "${jobs[@]}"; } >/dev/null; then
+    log "could not drain this rank and end its jobs: Flux frees their other nodes when it gives up on it"
+    return 0
+  fi
+  deadline=$((SECONDS + ${MC_JOB_END_WAIT:?}))
+  while [[ -n $(jobs_here) ]] && ((SECONDS < deadline)); do sleep 0.1; done
+}
+
+# This pod's predecessor drained the rank as it stopped (end_jobs_here): undrained once this broker
+# answers, unless it was drained for another reason since. Run beside the broker at every worker's
+# start; the mark is read with a C command, and Python's `flux resource` runs only where there is one.
+undrain_when_up() {
+  local -x FLUX_URI=$local_uri
+  local mark note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} said reason
+  mark=$(drain_mark)
+  until said=$("$flux" kvs get "$mark" 2>&1); do
+    if [[ $said == *"$mark: No such file or directory"* ]]; then return 0; fi
+    sleep 0.2 # the broker is not up yet
+  done
+  reason=$("$flux" resource drain -n -i "$rank" -o '{reason}') || return 1
+  if [[ $reason == "$note" ]]; then
+    "$flux" resource undrain "$rank" || return 1
+    log "undrained this rank, drained when the previous pod of rank $rank stopped"
+  fi
+  "$flux" kvs unlink "$mark" >/dev/null
+}
+
+drain_mark() {
+  printf '%s.%s' "${MC_DRAIN_MARKS:?}" "$rank"
+}
+
+# The jobs whose shells this broker runs, one ID per line. A job shell is `flux-shell JOBID`, a child of
+# the broker (on a shared host, as in the tests, other brokers' shells are not this one's). Read without
+# a process per file: a command substitution forks.
+jobs_here() {
+  local stat line
+  local -a argv
+  for stat in /proc/[0-9]*/stat; do
+    line=""
+    IFS= read -r line 2>/dev/null <"$stat" || continue
+    # pid (comm) state ppid ...
+    [[ $line == *" (flux-shell) "* && ${line#*) } == ?" $broker_pid "* ]] || continue
+    mapfile -d '' -t argv 2>/dev/null <"${stat%/stat}/cmdline" || continue
+    if ((${#argv[@]} > 1)); then printf '%s\n' "${argv[1]}"; fi
+  done
+}
+
+# Rank 0 is going away (eviction, drain, replacement), which is not the end of the instance's work:
+# every worker is marked to rejoin rank 0's replacement, scheduling stops, and the jobs running now
+# are cancelled, with a note. Queued jobs stay queued, for a replacement that restarts from the state
+# volume. (Running jobs cannot be kept: rank 0 runs their job shells, and Flux cannot reattach to them.)
+hand_over_rank0() {
+  local -x FLUX_URI=$local_uri
+  if ! bounded "$flux" exec -r all touch "$rejoin_mark" >/dev/null 2>&1; then
+    log "could not mark every worker to rejoin (some may be down); those that were not will complete"
+  fi
+  local marking
+  mark_late_joiners &
+  marking=$!
+  stop_scheduling
+  log "cancelling the running jobs: rank 0's pod is stopping"
+  bounded "$flux" cancel --user=all --states=running --message="${MC_HAND_OVER_NOTE:?}" ||
+    log "could not cancel the running jobs"
+  wait "$marking" || true
+}
+
+# A worker that joins during the hand-over (a replaced worker, while the jobs are cancelled) was not
+# there to be marked, and would complete when this broker stops. The broker marks every rank once
+# more in its cleanup, its last step before it tells the workers to stop. (Asked beside the rest of
+# the hand-over: `flux admin` is a Python command, slow to start.)
+mark_late_joiners() {
+  local mark_all
+  mark_all="$(time_limit) $(printf '%q ' "$flux" exec -r all touch "$rejoin_mark")"
+  bounded "$flux" admin cleanup-push "$mark_all" >/dev/null 2>&1 ||
+    log "could not have the broker mark the workers that join from now on"
+}
+
+# Without this, the scheduler starts the next queued job on the nodes the cancel frees, and the
+# broker's own shutdown cancels it. Only started queues are stopped, and they are noted in the statedir
+# for the replacement to start again: a queue a user stopped stays stopped. (A stopped queue is saved
+# with the instance.)
+stop_scheduling() {
+  local listing line queue
+  local -a started_queues=()
+  if ! listing=$(bounded "$flux" queue status 2>/dev/null); then
+    log "could not read the queues' status: scheduling goes on"
+    return
+  fi
+  while IFS= read -r line; do
+    case $line in
+      "Scheduling is started") started_queues+=("") ;;
+      *": Scheduling is started") started_queues+=("${line%: Scheduling is started}") ;;
+    esac
+  done <<<"$listing"
+  if ((${#started_queues[@]} == 0)); then
+    rm -f "$(statedir)/${MC_STOPPED_QUEUES_FILE:?}" # an earlier hand-over's note must not start them
+    log "scheduling was stopped already (flux queue stop): it stays stopped"
+    return
+  fi
+  printf '%s\n' "${started_queues[@]}" >"$(statedir)/${MC_STOPPED_QUEUES_FILE:?}"
+  log "stopping scheduling, so that no queued job starts on the nodes the cancel frees"
+  for queue in "${started_queues[@]}"; do
+    bounded "$flux" queue stop --quiet --message="$MC_HAND_OVER_NOTE" ${queue:+"$queue"} ||
+      log "could not stop scheduling${queue:+ of queue $queue}"
+  done
+}
+
+# A command that may take 5 s at most, where the image has `timeout` (the grace period bounds it anyway).
+# SIGTERM is not enough: `flux exec` passes it on to its tasks and goes on waiting for a rank that is
+# gone (a worker killed as rank 0 hands over), so the call is killed a second later.
+bounded() {
+  local -a limit
+  read -ra limit <<<"$(time_limit)"
+  "${limit[@]}" "$@"
+}
+
+time_limit() {
+  if command -v timeout >/dev/null; then printf 'timeout -k 1 5'; fi
+}
