@@ -109,12 +109,14 @@ def broker_pid(pod: Pod) -> str:
 # -- SIGTERM -------------------------------------------------------------------------------------------
 
 
-def test_a_worker_told_to_stop_exits_at_once_with_143(minicluster: Make) -> None:
+def test_a_worker_told_to_stop_exits_at_once_with_143_its_rank_drained(minicluster: Make) -> None:
+    """Drained first: the broker takes a moment to stop, and a job started there meanwhile would fail."""
     _, (rank0, _, worker) = persistent(minicluster)
     sent = time.monotonic()
     assert worker.terminate() == STOPPED
     assert time.monotonic() - sent < 2
     wait_until(lambda: online(rank0) == "0-1", "rank 0 to see the rank go", 10)
+    assert drained(rank0) == "2 minicluster: the pod of rank 2 is stopping"
 
 
 def started(rank0: Pod, *command: str) -> str:

@@ -62,11 +62,19 @@ def test_jobs_nodes_and_queues_as_flux_counts_them(minicluster: Make) -> None:
     assert found["queues"] == [{"name": "", "started": False, "enabled": True, "reason": "maintenance"}]
 
 
-def test_a_worker_that_went_is_down(minicluster: Make) -> None:
+def test_a_worker_that_died_is_down(minicluster: Make) -> None:
     pods = up(minicluster, size=3)
-    assert pods[2].terminate() == 143
+    pods[2].kill()
     wait_until(lambda: readings(pods[0])["nodes"]["down"] == 1, "rank 0 to see rank 2 go", 20)
     assert readings(pods[0])["nodes"] == {"up": 2, "down": 1, "drained": 0, "spare": 0}
+
+
+def test_a_worker_told_to_stop_is_drained_not_down(minicluster: Make) -> None:
+    """It drains its rank as it leaves, so that no job starts there while its broker stops."""
+    pods = up(minicluster, size=3)
+    assert pods[2].terminate() == 143
+    wait_until(lambda: readings(pods[0])["nodes"]["up"] == 2, "rank 0 to see rank 2 go", 20)
+    assert readings(pods[0])["nodes"] == {"up": 2, "down": 0, "drained": 1, "spare": 0}
 
 
 def test_gpus_are_counted_free_and_allocated(minicluster: Make) -> None:

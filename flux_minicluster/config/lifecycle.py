@@ -23,8 +23,8 @@ queue), for the replacement to start again. A queue a user stopped is never in i
 HAND_OVER_NOTE = "minicluster: rank 0's pod is stopping"
 """The reason on the queues a hand-over stops, and the note on the jobs it cancels."""
 NODE_STOP_NOTE = "minicluster: the pod of rank {rank} is stopping"
-"""Why a stopping worker with jobs on it drains its rank, and the note on the node-failure exception it
-raises on those jobs ({rank}: its rank)."""
+"""Why a stopping worker drains its rank, and the note on the node-failure exception it raises on the
+jobs that run on it ({rank}: its rank)."""
 DRAIN_MARKS = "minicluster.drained"
 """KVS directory of the ranks a stopping worker drained (one key per rank), for the next pod of that
 rank to undrain."""

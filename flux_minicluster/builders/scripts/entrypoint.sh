@@ -15,7 +15,7 @@
 # companion started beside the broker: metrics.py (metrics.enabled). autoscaler.sh is another container's.
 # The current size and quorum are read at start from MC_SCALE_DIR, which a resize rewrites in place.
 # Stopping: SIGTERM is passed to the broker, and the pod exits 143 (never 0: a Job does not rerun a
-# succeeded index); rank 0 first hands the instance over, a worker first ends its jobs (stopping.sh).
+# succeeded index); rank 0 first hands the instance over, a worker first leaves it (stopping.sh).
 
 set -o pipefail
 if [[ ${MC_STRICT:?} == true ]]; then set -euo pipefail; fi

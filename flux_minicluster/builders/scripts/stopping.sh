@@ -1,46 +1,51 @@
 # shellcheck shell=bash disable=SC2154 # the entrypoint's variables
 # What a broker does when its pod is told to stop, before its broker stops: rank 0 hands the instance
-# over; a worker ends the jobs that run on it. Sourced by entrypoint.sh, whose variables it uses.
+# over; a worker leaves it (and its next pod undoes the drain). Sourced by entrypoint.sh, whose
+# variables it uses.
 
-# SIGTERM (the trap): rank 0 hands the instance over, a worker ends the jobs it runs; then the broker
-# stops cleanly.
+# SIGTERM (the trap): rank 0 hands the instance over, a worker leaves it (drains its rank, ends the jobs
+# it runs); then the broker stops cleanly.
 on_stop() {
   if [[ $stop_requested == true ]]; then return; fi
   stop_requested=true
   log "told to stop (SIGTERM)${broker_pid:+: stopping the broker}"
   if [[ -n $restart_step_pid ]]; then kill "$restart_step_pid" 2>/dev/null || true; fi
   [[ -n $broker_pid ]] || return 0
-  if ((rank == 0)); then hand_over_rank0; else end_jobs_here; fi
+  if ((rank == 0)); then hand_over_rank0; else leave_instance; fi
   kill -TERM "$broker_pid" 2>/dev/null || true
 }
 
-# A worker stopped with a job's shell still running here leaves rank 0 waiting for that shell: Flux
-# (0.88) holds the job, and every node of it, 5 x [exec] kill-timeout (25 s by default) before it
-# gives up on it. So the jobs end first, while this broker can still tell rank 0 that their shells
-# here have: the rank is drained (no queued job may start here as they end), and each job gets a node
-# failure, on which Flux signals its tasks (SIGTERM, then SIGKILL after kill-timeout). A mark in the
-# KVS has this pod's replacement undrain the rank. (Killing the broker instead, a lost node, ends the
-# jobs at once too, but a rank 0 stopping at the same moment then restarts with that rank failing the
-# jobs it places there.)
-end_jobs_here() {
+# A worker leaves the instance in order. Its rank is drained first: the broker takes a moment to stop,
+# and a job the scheduler starts here meanwhile would fail. (Only a broker that is up in the instance:
+# the readiness probe said so.) Then the jobs that run here end, while this broker can still tell rank 0
+# that their shells have: stopped with a job's shell still running here, the broker would leave rank 0
+# waiting for that shell, and Flux (0.88) holds the job, and every node of it, 5 x [exec] kill-timeout
+# (25 s by default) before it gives up. Each such job gets a node failure, on which Flux signals its
+# tasks (SIGTERM, then SIGKILL after kill-timeout). A mark in the KVS has the rank's next pod undrain
+# it. (Killing the broker instead, a lost node, ends the jobs at once too, but a rank 0 stopping at the
+# same moment then restarts with that rank failing the jobs it places there.)
+leave_instance() {
   local -a jobs
   local -x FLUX_URI=$local_uri
   local note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} deadline
-  mapfile -t jobs < <(jobs_here)
-  ((${#jobs[@]})) || return 0
-  log "jobs run here: draining this rank and ending them, so that their other nodes are freed at once"
+  [[ -e $state/ready ]] || return 0
   # --update: a rank drained before (a shrink) keeps its reason, and stays drained after the replacement.
   if ! { bounded "$flux" kvs put "$(drain_mark)=$rank" &&
-    bounded "$flux" resource drain --update "$rank" "$note" &&
-    bounded "$flux" job raise --type=node-failure --message="$note" "${jobs[@]}"; } >/dev/null; then
-    log "could not drain this rank and end its jobs: Flux frees their other nodes when it gives up on it"
+    bounded "$flux" resource drain --update "$rank" "$note"; } >/dev/null; then
+    log "could not drain this rank: a job may start here as the broker stops"
+  fi
+  mapfile -t jobs < <(jobs_here)
+  ((${#jobs[@]})) || return 0
+  log "ending the jobs that run here before the broker stops, so that their other nodes are freed at once"
+  if ! bounded "$flux" job raise --type=node-failure --message="$note" "${jobs[@]}" >/dev/null; then
+    log "could not end them: Flux frees their other nodes when it gives up on this rank"
     return 0
   fi
   deadline=$((SECONDS + ${MC_JOB_END_WAIT:?}))
   while [[ -n $(jobs_here) ]] && ((SECONDS < deadline)); do sleep 0.1; done
 }
 
-# This pod's predecessor drained the rank as it stopped (end_jobs_here): undrained once this broker
+# This pod's predecessor drained the rank as it stopped (leave_instance): undrained once this broker
 # answers, unless it was drained for another reason since. Run beside the broker at every worker's
 # start; the mark is read with a C command, and Python's `flux resource` runs only where there is one.
 undrain_when_up() {
