@@ -17,13 +17,13 @@ on_stop() {
 
 # A worker leaves the instance in order. Its rank is drained first: the broker takes a moment to stop,
 # and a job the scheduler starts here meanwhile would fail. (Only a broker that is up in the instance:
-# the readiness probe said so.) Then the jobs that run here end, while this broker can still tell rank 0
-# that their shells have: stopped with a job's shell still running here, the broker would leave rank 0
-# waiting for that shell, and Flux (0.88) holds the job, and every node of it, 5 x [exec] kill-timeout
-# (25 s by default) before it gives up. Each such job gets a node failure, on which Flux signals its
-# tasks (SIGTERM, then SIGKILL after kill-timeout). A mark in the KVS has the rank's next pod undrain
-# it. (Killing the broker instead, a lost node, ends the jobs at once too, but a rank 0 stopping at the
-# same moment then restarts with that rank failing the jobs it places there.)
+# the readiness probe said so.) Then the jobs on this rank end, while this broker can still tell rank 0
+# that their shells here have: stopped with a job's shell still running here, the broker would leave
+# rank 0 waiting for that shell, and Flux (0.88) holds the job, and every node of it, 5 x [exec]
+# kill-timeout (25 s by default) before it gives up. Each such job gets a node failure, on which Flux
+# signals its tasks (SIGTERM, then SIGKILL after kill-timeout). A mark in the KVS has the rank's next
+# pod undrain it. (Killing the broker instead, a lost node, ends the jobs at once too, but a rank 0
+# stopping at the same moment then restarts with that rank failing the jobs it places there.)
 leave_instance() {
   local -a jobs
   local -x FLUX_URI=$local_uri
@@ -36,11 +36,9 @@ leave_instance() {
   fi
   mapfile -t jobs < <(jobs_here)
   ((${#jobs[@]})) || return 0
-  log "ending the jobs that run here before the broker stops, so that their other nodes are freed at once"
-  if ! bounded "$flux" job raise --type=node-failure --message="$note" "${jobs[@]}" >/dev/null; then
-    log "could not end them: Flux frees their other nodes when it gives up on this rank"
-    return 0
-  fi
+  log "ending the jobs on this rank before the broker stops, so that their other nodes are freed at once"
+  bounded "$flux" job raise --type=node-failure --message="$note" "${jobs[@]}" >/dev/null 2>&1 ||
+    log "could not end every one of them: Flux frees their other nodes when it gives up on this rank"
   deadline=$((SECONDS + ${MC_JOB_END_WAIT:?}))
   while [[ -n $(jobs_here) ]] && ((SECONDS < deadline)); do sleep 0.1; done
 }
@@ -68,20 +66,33 @@ drain_mark() {
   printf '%s.%s' "${MC_DRAIN_MARKS:?}" "$rank"
 }
 
-# The jobs whose shells this broker runs, one ID per line. A job shell is `flux-shell JOBID`, a child of
-# the broker (on a shared host, as in the tests, other brokers' shells are not this one's). Read without
-# a process per file: a command substitution forks.
+# The jobs that hold this rank (running, or ending), one ID per line: Flux's list (`flux job list`, a C
+# command: JSON, one job per line), not the shells found here, which a job allocated a moment ago has
+# not started yet.
 jobs_here() {
-  local stat line
-  local -a argv
-  for stat in /proc/[0-9]*/stat; do
-    line=""
-    IFS= read -r line 2>/dev/null <"$stat" || continue
-    # pid (comm) state ppid ...
-    [[ $line == *" (flux-shell) "* && ${line#*) } == ?" $broker_pid "* ]] || continue
-    mapfile -d '' -t argv 2>/dev/null <"${stat%/stat}/cmdline" || continue
-    if ((${#argv[@]} > 1)); then printf '%s\n' "${argv[1]}"; fi
+  local line id ranks
+  while IFS= read -r line; do
+    [[ $line =~ \"id\":\ *([0-9]+) ]] || continue
+    id=${BASH_REMATCH[1]}
+    [[ $line =~ \"ranks\":\ *\"([^\"]*)\" ]] || continue
+    ranks=${BASH_REMATCH[1]}
+    if in_idset "$rank" "$ranks"; then printf '%s\n' "$id"; fi
+  done < <(bounded "$flux" job list --user=all --states=running 2>/dev/null)
+}
+
+# Whether RANK is in IDSET, as Flux writes one: 3, or [0,2-5].
+in_idset() {
+  local part
+  local -a parts
+  IFS=, read -ra parts <<<"${2//[][]/}"
+  for part in "${parts[@]}"; do
+    if [[ $part == *-* ]]; then
+      if (($1 >= ${part%-*} && $1 <= ${part#*-})); then return 0; fi
+    elif (($1 == part)); then
+      return 0
+    fi
   done
+  return 1
 }
 
 # Rank 0 is going away (eviction, drain, replacement), which is not the end of the instance's work:
