@@ -222,3 +222,26 @@ def test_a_worker_killed_as_rank0_hands_over_does_not_hold_the_hand_over_up(mini
     assert cluster.pod(0).wait(timeout=30) == 143
     assert time.monotonic() - started < 12
     assert "could not mark every worker to rejoin" in cluster.pod(0).log
+
+
+def test_a_killed_rank0_restarted_with_a_stopped_worker_drain_has_it_undrained_again(minicluster: Make) -> None:
+    """Its last checkpoint can hold the drain that a stopped worker's replacement has undone since:
+    the worker's broker, restarted once rank 0 is back, undoes it again."""
+    cluster = minicluster(command=None, stateVolume={**STATE, "checkpointPeriod": "3s"})
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    rank0 = cluster.pod(0)
+    assert cluster.pod(3).terminate() == 143  # it drains rank 3 as it stops
+    time.sleep(4)  # a checkpoint with the drain
+    worker = cluster.start(3)
+    wait_until(lambda: "undrained this rank" in worker.log, "the replacement to undrain rank 3", 30)
+    rank0.kill()  # before the next checkpoint
+    rank0.wait()
+    replacement = cluster.start(0)
+    wait_until(replacement.ready, "the replacement's broker to be up", 60)
+    wait_until(lambda: available(replacement) == "0-3", "every rank available", 30)
+
+
+def available(rank0: Pod) -> str:
+    """The ranks online and not drained."""
+    return rank0.flux("resource", "status", "-s", "avail", "-no", "{ranks}").strip()

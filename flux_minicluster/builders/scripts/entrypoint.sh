@@ -209,11 +209,12 @@ start_worker() {
   local -a options
   local attempt=1 delay=1 status
   broker_options options
-  undrain_when_up &
-  restart_step_pid=$!
   while :; do
     status=0
+    undrain_when_up & # at each start: a rank 0 restarted from its last checkpoint may have the drain again
+    restart_step_pid=$!
     run_broker "$flux" start "${options[@]}" || status=$?
+    kill "$restart_step_pid" 2>/dev/null || true
     if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
     if ((status == 0)) && [[ -e $rejoin_mark ]]; then
       rm -f "$rejoin_mark"

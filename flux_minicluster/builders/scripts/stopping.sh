@@ -44,8 +44,9 @@ leave_instance() {
 }
 
 # This pod's predecessor drained the rank as it stopped (leave_instance): undrained once this broker
-# answers, unless it was drained for another reason since. Run beside the broker at every worker's
-# start; the mark is read with a C command, and Python's `flux resource` runs only where there is one.
+# answers, unless it was drained for another reason since. Run beside each of a worker's brokers (a
+# rank 0 restarted from its last checkpoint may hold the drain again); the mark is read with a C
+# command, and Python's `flux resource` runs only where there is one.
 undrain_when_up() {
   local -x FLUX_URI=$local_uri
   local mark note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} said reason
