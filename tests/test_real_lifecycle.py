@@ -119,6 +119,16 @@ def test_a_worker_told_to_stop_exits_at_once_with_143_its_rank_drained(miniclust
     assert drained(rank0) == "2 minicluster: the pod of rank 2 is stopping"
 
 
+def test_a_worker_whose_probe_has_not_run_since_its_broker_joined_drains_its_rank_too(minicluster: Make) -> None:
+    """Found by the soak: a worker whose broker had restarted (after a network cut) was stopped before
+    its readiness probe ran again; it stopped without a drain, and a job started there as it stopped."""
+    cluster = minicluster(size=3, command=None)
+    rank0, _, worker = cluster.start_all()
+    wait_until(lambda: rank0.ready() and online(rank0) == "0-2", "every broker to join", 30)
+    assert worker.terminate() == STOPPED  # never probed
+    assert drained(rank0) == "2 minicluster: the pod of rank 2 is stopping"
+
+
 def started(rank0: Pod, *command: str) -> str:
     """A job on every node of the 3, once it runs."""
     job = rank0.flux("submit", "-N3", *command).strip()

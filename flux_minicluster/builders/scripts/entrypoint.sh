@@ -155,7 +155,7 @@ ready() {
     if [[ -n $pid ]]; then
       kill -0 "$pid" 2>/dev/null || return 1
       if [[ -r $state/ready && $(<"$state/ready") == "$pid" ]]; then return 0; fi
-      if [[ $(FLUX_URI=$local_uri "$flux" dmesg 2>/dev/null) == *" quorum->run "* ]]; then
+      if in_run_state; then
         printf '%s\n' "$pid" >"$state/ready"
         return 0
       fi
@@ -164,6 +164,10 @@ ready() {
     ((looks < ${MC_READY_LOOKS:?})) || return 1
     sleep "${MC_READY_LOOK:?}"
   done
+}
+
+in_run_state() {
+  [[ $(FLUX_URI=$local_uri "$flux" dmesg 2>/dev/null) == *" quorum->run "* ]]
 }
 
 # Beside the broker, for the pod's life (the container's end ends them): Prometheus metrics

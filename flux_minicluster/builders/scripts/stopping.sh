@@ -17,7 +17,7 @@ on_stop() {
 
 # A worker leaves the instance in order. Its rank is drained first: the broker takes a moment to stop,
 # and a job the scheduler starts here meanwhile would fail. (Only a broker that is up in the instance:
-# the readiness probe said so.) Then the jobs on this rank end, while this broker can still tell rank 0
+# the readiness probe said so, or, started since the probe's last run, its own log does.) Then the jobs on this rank end, while this broker can still tell rank 0
 # that their shells here have: stopped with a job's shell still running here, the broker would leave
 # rank 0 waiting for that shell, and Flux (0.88) holds the job, and every node of it, 5 x [exec]
 # kill-timeout (25 s by default) before it gives up. Each such job gets a node failure, on which Flux
@@ -28,7 +28,7 @@ leave_instance() {
   local -a jobs
   local -x FLUX_URI=$local_uri
   local note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} deadline
-  [[ -e $state/ready ]] || return 0
+  [[ -e $state/ready ]] || in_run_state || return 0
   # --update: a rank drained before (a shrink) keeps its reason, and stays drained after the replacement.
   if ! { bounded "$flux" kvs put "$(drain_mark)=$rank" &&
     bounded "$flux" resource drain --update "$rank" "$note"; } >/dev/null; then
