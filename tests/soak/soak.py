@@ -42,6 +42,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from flux_minicluster.builders.manifests import LOCAL_URI
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.kubelet.pod import Pod, wait_until
@@ -53,6 +54,8 @@ STATE = {"claimName": "flux-state", "checkpointPeriod": f"{CHECKPOINT_PERIOD:g}s
 FAULTS = ("worker deleted", "worker killed", "rank 0 evicted", "rank 0 killed", "worker and rank 0", "worker cut off")
 CUT_OFF = 30.0
 RECOVERY_TIMEOUT = 120.0
+VIEWS = (["resource", "status"], ["jobs", "-a"], ["queue", "status"], ["overlay", "status"], ["dmesg"])
+"""What a failed recovery prints of rank 0's view, its log last."""
 
 
 @dataclass
@@ -202,10 +205,7 @@ class Soak:
             self.rank0().flux("run", "--urgency=31", "-N1", "true", timeout=RECOVERY_TIMEOUT)
         except (RuntimeError, subprocess.TimeoutExpired) as error:
             rank0 = self.rank0()
-            views = [
-                rank0.exec("env", "FLUX_URI=local:///var/lib/minicluster/run/local", "flux", *argv).stdout
-                for argv in (["resource", "status"], ["jobs", "-a"], ["queue", "status"], ["overlay", "status"])
-            ]
+            views = [rank0.exec("env", f"FLUX_URI={LOCAL_URI}", "flux", *argv).stdout for argv in VIEWS]
             raise RuntimeError(
                 f"after {fault.kind} {fault.ranks}: the queue did not move ({error})\n" + "\n".join(views)
             ) from None
