@@ -17,13 +17,14 @@ on_stop() {
 
 # A worker leaves the instance in order. Its rank is drained first: the broker takes a moment to stop,
 # and a job the scheduler starts here meanwhile would fail. (Only a broker that is up in the instance:
-# the readiness probe said so, or, started since the probe's last run, its own log does.) Then the jobs on this rank end, while this broker can still tell rank 0
-# that their shells here have: stopped with a job's shell still running here, the broker would leave
-# rank 0 waiting for that shell, and Flux (0.88) holds the job, and every node of it, 5 x [exec]
-# kill-timeout (25 s by default) before it gives up. Each such job gets a node failure, on which Flux
-# signals its tasks (SIGTERM, then SIGKILL after kill-timeout). A mark in the KVS has the rank's next
-# pod undrain it. (Killing the broker instead, a lost node, ends the jobs at once too, but a rank 0
-# stopping at the same moment then restarts with that rank failing the jobs it places there.)
+# the readiness probe said so, or, if it has not run since the broker started, the broker's own log.)
+# Then the jobs on this rank end, while this broker can still tell rank 0 that their shells here have:
+# stopped with a job's shell still running here, the broker would leave rank 0 waiting for that shell,
+# and Flux (0.88) holds the job, and every node of it, 5 x [exec] kill-timeout (25 s by default) before
+# it gives up. Each such job gets a node failure, on which Flux signals its tasks (SIGTERM, then SIGKILL
+# after kill-timeout). A mark in the KVS has the rank's next pod undrain it. (Killing the broker
+# instead, a lost node, ends the jobs at once too, but a rank 0 stopping at the same moment then
+# restarts with that rank failing the jobs it places there.)
 leave_instance() {
   local -a jobs
   local -x FLUX_URI=$local_uri
