@@ -2,7 +2,7 @@
 # The real engines of the tests marked realengine, built from Go modules: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl here, with the test kubelet's streaming server
 # (tests/kubelet/streaming); then the Pulumi CLI, its Python language host and the Kubernetes resource
-# plugin (pulumi.sh). Versions: versions.py. Idempotent, like ../shared/flux/install.sh: a second run
+# plugin (pulumi.sh). Versions: versions.py. Idempotent: a second run
 # with the same pins finds the binaries and does nothing; the Go module and build caches are kept, so
 # a rebuild after a change of pin takes what changed only.
 #
@@ -23,6 +23,8 @@ wanted=(etcd kube-apiserver kube-controller-manager kube-scheduler kubectl)
 built() {
   local name
   for name in "${wanted[@]}"; do [[ -x $bin/$name ]] || return 1; done
+  # Built before the version was stamped (the API server then says v0.0.0-master): build again.
+  [[ $("$bin/kube-apiserver" --version 2>/dev/null) == "Kubernetes v$KUBERNETES" ]]
 }
 
 command -v go >/dev/null || { echo "install.sh: Go is needed to build the engines" >&2 && exit 1; }
@@ -67,12 +69,25 @@ import (
 GO
 go mod tidy
 
+# The version stamped as Kubernetes' own release build stamps it (hack/lib/version.sh), in both packages
+# that report it: unstamped, the API server says v0.0.0-master+$Format:%H$, which kubectl cannot parse
+# and which no cluster has, so that clients that read it (the Kubernetes provider) see a false one.
+major=${KUBERNETES%%.*}
+minor=${KUBERNETES#*.}
+minor=${minor%%.*}
+stamp=()
+for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  stamp+=("-X $package.gitVersion=v$KUBERNETES" "-X $package.gitMajor=$major" "-X $package.gitMinor=$minor"
+    "-X $package.gitTreeState=clean" "-X $package.buildDate=1970-01-01T00:00:00Z")
+done
+ldflags="${stamp[*]}"
+
 echo "== building ${wanted[*]} (the first build takes minutes on two cores)"
-go build -trimpath -o "$bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-go build -trimpath -o "$bin/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
-go build -trimpath -o "$bin/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
+go build -trimpath -ldflags "$ldflags" -o "$bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
+go build -trimpath -ldflags "$ldflags" -o "$bin/kube-controller-manager" k8s.io/kubernetes/cmd/kube-controller-manager
+go build -trimpath -ldflags "$ldflags" -o "$bin/kube-scheduler" k8s.io/kubernetes/cmd/kube-scheduler
 go build -trimpath -o "$bin/etcd" go.etcd.io/etcd/server/v3
-go build -trimpath -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl # the benchmarks' baseline (tests/bench)
+go build -trimpath -ldflags "$ldflags" -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl # the benchmarks' baseline (tests/bench)
 built
 echo "the engines are built at $bin"
 exec bash "$here/pulumi.sh" "$prefix"
