@@ -11,19 +11,18 @@ import time
 from pathlib import Path
 
 from flux_minicluster.builders import files
-from tests.kubelet.pods import FLUX
-from tests.kubelet.volumes import IMAGE_PATH
+from tests.kubelet.image import FLUX, HOST_PATH
 
 READINGS = Path(files.__file__).with_name("scripts") / "readings.py"
 _started: dict[int, Instance] = {}
 
 
 def flux_env(extra: dict[str, str]) -> dict[str, str]:
-    """An environment for Flux's own commands as the pods have it: the image's PATH (no shims of this
-    machine's Python on the way), and SHLVL as a user's shell (and the entrypoint, for the pods'
-    brokers) gives it: with SHLVL unset or 0, flux-core 0.88 takes a second longer to run
+    """An environment for Flux's own commands as the pods have it: the image's PATH with this machine's
+    flux-core (no shims of this machine's Python on the way), and SHLVL as a user's shell (and the
+    entrypoint, for the pods' brokers) gives it: with SHLVL unset or 0, flux-core 0.88 takes a second longer to run
     `flux start -s 3 true` here (2.1 s instead of 1.0 s)."""
-    return {"PATH": IMAGE_PATH, "HOME": "/root", "SHLVL": "1", **extra}
+    return {"PATH": HOST_PATH, "HOME": "/root", "SHLVL": "1", **extra}
 
 
 class Instance:

@@ -13,7 +13,7 @@ that may grow to `--nodes`, and one job of `--nodes` nodes; each run on a new cl
     venv/bin/python -m tests.bench.autoscale                # 2 nodes, 3 runs
     venv/bin/python -m tests.bench.autoscale --nodes 4 --runs 5
 
-Needs root (namespaces) and real Flux (../shared/flux/install.sh).
+Needs root (namespaces) and flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux: tests/kubelet/image.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ and to its exit (rank 0's container; `flux start`). Printed as medians and their
     venv/bin/python -m tests.bench.bringup                      # sizes 3, 8, 16, 32; 5 runs each
     venv/bin/python -m tests.bench.bringup --sizes 3,8 --runs 3
 
-Needs root (namespaces) and real Flux (../shared/flux/install.sh).
+Needs root (namespaces) and flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux: tests/kubelet/image.py).
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from pathlib import Path
 
 from flux_minicluster.config.loader import load_spec
 from tests.flux_instance import flux_env
-from tests.kubelet.pods import FLUX, Kubelet
+from tests.kubelet.image import FLUX
+from tests.kubelet.pods import Kubelet
 
 DEFAULT_SIZES = (3, 8, 16, 32)
 COMMAND = ("date", "+%s.%N")

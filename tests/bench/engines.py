@@ -13,7 +13,8 @@ real Flux (the test kubelet as a Node). In alternating runs, each in a namespace
     venv/bin/python -m tests.bench.engines              # 5 runs each
     venv/bin/python -m tests.bench.engines --runs 3
 
-Needs root (namespaces), real Flux (../shared/flux/install.sh) and the real engines.
+Needs root (namespaces), flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux:
+tests/kubelet/image.py) and the real engines.
 """
 
 from __future__ import annotations

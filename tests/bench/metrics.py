@@ -7,7 +7,7 @@ Flux). Each scrape is one GET /metrics over loopback, timed whole.
     venv/bin/python -m tests.bench.metrics                  # 1000 jobs, 20 scrapes
     venv/bin/python -m tests.bench.metrics --jobs 5000 --scrapes 50
 
-Needs real Flux (../shared/flux/install.sh).
+Needs flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux: tests/kubelet/image.py).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 from flux_minicluster.builders import files
 from tests.bench.spread import spread
 from tests.flux_instance import Instance
-from tests.kubelet.pods import FLUX
+from tests.kubelet.image import FLUX
 
 METRICS = Path(files.__file__).with_name("scripts") / "metrics.py"
 

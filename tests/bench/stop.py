@@ -11,7 +11,7 @@ own part (the kubelet's stop, scheduling the replacement, pulling its image) com
     venv/bin/python -m tests.bench.stop                 # 5 runs each
     venv/bin/python -m tests.bench.stop --runs 10
 
-Needs root (namespaces) and real Flux (../shared/flux/install.sh).
+Needs root (namespaces) and flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux: tests/kubelet/image.py).
 """
 
 from __future__ import annotations

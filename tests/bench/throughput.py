@@ -10,7 +10,7 @@ exec` does), on an instance already up; runs alternate, so both see the same mac
     venv/bin/python -m tests.bench.throughput                    # 4 brokers, 500 jobs, 5 runs each
     venv/bin/python -m tests.bench.throughput --jobs 200 --runs 3
 
-Needs root (namespaces) and real Flux (../shared/flux/install.sh).
+Needs root (namespaces) and flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux: tests/kubelet/image.py).
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ from flux_minicluster.builders import manifests
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.flux_instance import flux_env
+from tests.kubelet.image import FLUX
 from tests.kubelet.pod import wait_until
-from tests.kubelet.pods import FLUX, Kubelet
+from tests.kubelet.pods import Kubelet
 
 # Inside the instance: waitable jobs, so that `flux job wait --all` counts each one's end; the rate
 # on stdout. Every job must succeed, or the script fails.

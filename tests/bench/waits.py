@@ -13,7 +13,7 @@ client runs what the MiniCluster's resources run:
     venv/bin/python -m tests.bench.waits                # size 4, 5 runs
     venv/bin/python -m tests.bench.waits --size 8 --runs 3
 
-Needs root (namespaces) and real Flux (../shared/flux/install.sh).
+Needs root (namespaces) and flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux: tests/kubelet/image.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Real Flux with faults injected: a test's MiniCluster sets fluxPath to this file, placed in a claim
 # beside the files that say which calls fail (tests/kubelet/faults.py). Every call runs real flux
-# (/opt/flux/bin/flux), except those a fault file names:
+# (/opt/flux/bin/flux, where the image has it: tests/kubelet/image.py), except those a fault file names:
 #   <dir>/<subcommand>[-<second word>]  one token per call, taken in order, then real flux again:
 #     0        this call runs real flux
 #     ignored  this call does nothing and exits 0 (a request Flux took and never acted on)

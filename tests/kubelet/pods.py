@@ -42,10 +42,6 @@ from tests.kubelet.network import PodNetwork
 from tests.kubelet.pod import Container, Pod, wait_until
 from tests.kubelet.volumes import Manifest, Volumes, container_env
 
-FLUX = Path("/opt/flux/bin/flux")
-"""Real flux-core, from ../shared/flux/install.sh."""
-INSTALL_FLUX = "../shared/flux/install.sh"
-
 
 class ApiReach(Protocol):
     """How the pods reach an API server: its address in the pod network, and their account's files."""

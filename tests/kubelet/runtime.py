@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.kubelet import image
 from tests.kubelet.volumes import Manifest
 
 CONTAINER = Path(__file__).with_name("container.sh")
@@ -31,11 +32,11 @@ def container_command(
     hostname: str, dns: Path, scratch: Path, workdir: str, options: list[str], argv: list[str]
 ) -> list[str]:
     """container.sh, as the first process of its own PID, mount and UTS namespaces, running `argv`;
-    `options`: its mounts, user and gate (container.sh's usage)."""
+    `options`: its mounts, user and gate (container.sh's usage), after the image's own Flux (image.py)."""
     return [
         "unshare", "--mount", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc", "bash", str(CONTAINER),
         "--hostname", hostname, "--dns", str(dns), "--scratch", str(scratch), "--workdir", workdir,
-        *options, "--", *argv,
+        *image.flux_mounts(), *options, "--", *argv,
     ]  # fmt: skip
 
 

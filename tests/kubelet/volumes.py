@@ -15,9 +15,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from tests.kubelet.image import IMAGE_PATH
+
 Manifest = dict[str, Any]
-IMAGE_PATH = "/opt/flux/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-"""The image's PATH: an image with Flux installed at /opt/flux (../shared/flux/install.sh)."""
 
 
 def write_files(directory: Path, data: dict[str, str], mode: int, group: int | None) -> None:

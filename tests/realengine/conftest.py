@@ -47,6 +47,13 @@ def control_plane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ControlP
 
 
 @pytest.fixture
+def test_kubelet() -> None:
+    """The test kubelet runs the pods of a test's Node in namespaces of this machine, in an image with
+    Flux (tests/kubelet/image.py: flux-core where it is installed, else the stand-in): it needs root."""
+    required("the test kubelet needs root (network, mount and PID namespaces)" if os.geteuid() != 0 else None)
+
+
+@pytest.fixture
 def admin(control_plane: ControlPlane) -> client.ApiClient:
     """The tests' own client, as the cluster's admin (system:masters)."""
     api: client.ApiClient = config.new_client_from_config(str(control_plane.kubeconfig))  # type: ignore[no-untyped-call]
@@ -86,10 +93,10 @@ def minicluster_ops(control_plane: ControlPlane, monkeypatch: pytest.MonkeyPatch
 
 @pytest.fixture
 def on_node(
-    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_flux: None
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, test_kubelet: None
 ) -> Iterator[Callable[..., Any]]:
-    """Makes the base config's MiniCluster with overrides on the control plane, its pods on real Flux
-    on this test's Node (on_node.py); closed after the test, whatever its outcome."""
+    """Makes the base config's MiniCluster with overrides on the control plane, its pods on this test's
+    Node (on_node.py); closed after the test, whatever its outcome."""
     from tests.realengine.on_node import OnNode
 
     made: list[OnNode] = []
@@ -107,10 +114,10 @@ def on_node(
 
 @pytest.fixture
 def stack_on_node(
-    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_flux: None
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, test_kubelet: None
 ) -> Iterator[Callable[..., Any]]:
     """Makes a stack of this project under the real Pulumi engine (pulumi_stack.py), in this test's
-    namespace, its pods on real Flux on this test's Node; the Node closed after the test, whatever its
+    namespace, its pods on this test's Node; the Node closed after the test, whatever its
     outcome (the namespace's deletion takes whatever a failed test left)."""
     from tests.realengine.pulumi_stack import StackOnNode, missing
 

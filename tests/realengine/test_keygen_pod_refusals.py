@@ -78,15 +78,17 @@ def test_a_user_who_may_not_create_pods_is_told_so_in_the_authorizers_words(
 
 
 @pytest.fixture
-def node(admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_flux: None) -> Any:
-    """A Node of the test's own that runs the keygen pod (its nodeSelector picks it) on real Flux."""
+def node(
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, test_kubelet: None
+) -> Any:
+    """A Node of the test's own that runs the keygen pod (its nodeSelector picks it), with the image's
+    `flux keygen` (real, or the stand-in's real key pair: what is tested here is the exec API's rights)."""
     spec = load_spec({"minicluster:image": "x"}, "dev")
     made = Node(Kubelet(tmp_path / "node", spec, objects=[]), control_plane, admin, label=namespace)
     yield made
     made.close()
 
 
-@pytest.mark.realflux
 @pytest.mark.parametrize("exec_verbs", [[], ["create"], ["get"]])
 def test_without_get_and_create_on_pods_exec_it_is_one_clear_line_and_the_pod_is_deleted(
     admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path,
@@ -104,7 +106,6 @@ def test_without_get_and_create_on_pods_exec_it_is_one_clear_line_and_the_pod_is
     assert pods(admin, namespace) == []
 
 
-@pytest.mark.realflux
 def test_with_get_and_create_on_pods_exec_the_certificate_comes_and_the_pod_goes(
     admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch, node: Node,

@@ -17,8 +17,6 @@ from flux_minicluster.ops import cli, logs
 from tests.kubelet.pod import wait_until
 from tests.realengine.on_node import OnNode
 
-pytestmark = pytest.mark.realflux
-
 
 @pytest.fixture
 def cluster(on_node: Callable[..., OnNode]) -> OnNode:
@@ -43,6 +41,7 @@ def test_a_command_run_over_the_exec_api_runs_in_the_container_with_its_output_a
     assert (stdout, stderr, code) == ("dev-0\n", "to-stderr\n", 3)
 
 
+@pytest.mark.realflux
 def test_minicluster_exec_runs_flux_in_rank_0_and_logs_shows_its_log(
     cluster: OnNode, minicluster_ops: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -53,6 +52,7 @@ def test_minicluster_exec_runs_flux_in_rank_0_and_logs_shows_its_log(
     assert capsys.readouterr().out == "1\n"
 
 
+@pytest.mark.realflux
 def test_minicluster_status_shows_flux_s_own_view_read_over_exec(
     cluster: OnNode, minicluster_ops: Callable[..., Any], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -14,8 +14,6 @@ from flux_minicluster.ops import cli
 from tests.harness import example
 from tests.realengine.on_node import OnNode
 
-pytestmark = pytest.mark.realflux
-
 
 @pytest.fixture
 def cluster(on_node: Callable[..., OnNode]) -> OnNode:

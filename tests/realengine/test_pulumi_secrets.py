@@ -16,8 +16,6 @@ from kubernetes import client
 from tests.harness import example
 from tests.realengine.pulumi_stack import StackOnNode
 
-pytestmark = pytest.mark.realflux
-
 
 def holders(cluster: StackOnNode, text: str) -> list[str]:
     """Every object of the namespace whose JSON holds `text`, a Secret's data decoded, as `kind/name`."""

@@ -24,7 +24,7 @@ job is lost, but to `rank 0 killed`, and then only jobs submitted within `checkp
     venv/bin/python -m tests.soak.soak                          # seed 1, 12 faults: 2 of each kind
     venv/bin/python -m tests.soak.soak --seed 7 --faults 24
 
-Needs root (namespaces) and real Flux (../shared/flux/install.sh).
+Needs root (namespaces) and flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux: tests/kubelet/image.py).
 """
 
 from __future__ import annotations

@@ -47,14 +47,21 @@ leave_instance() {
 # This pod's predecessor drained the rank as it stopped (leave_instance): undrained once this broker
 # answers, unless it was drained for another reason since. Run beside each of a worker's brokers (a
 # rank 0 restarted from its last checkpoint may hold the drain again); the mark is read with a C
-# command, and Python's `flux resource` runs only where there is one.
+# command, and Python's `flux resource` runs only where there is one. It runs during bring-up, beside
+# every worker's broker, so it asks Flux nothing until the broker is up: the readiness probe finds that
+# out first; where no probe runs, it asks once a second once the broker's socket is there. It waits
+# with bash's own read timeout, not a process per look.
 undrain_when_up() {
   local -x FLUX_URI=$local_uri
-  local mark note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} said reason
+  local mark note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} said reason looks=0 idle
   mark=$(drain_mark)
-  until said=$("$flux" kvs get "$mark" 2>&1); do
-    if [[ $said == *"$mark: No such file or directory"* ]]; then return 0; fi
-    sleep 0.2 # the broker is not up yet
+  exec {idle}<> <(:) # nothing is ever written here: a read on it only times out
+  while :; do
+    if broker_up || { ((++looks % 5 == 0)) && [[ -S ${local_uri#local://} ]]; }; then
+      if said=$("$flux" kvs get "$mark" 2>&1); then break; fi
+      if [[ $said == *"$mark: No such file or directory"* ]]; then return 0; fi
+    fi
+    read -rt 0.2 -u "$idle" || true
   done
   reason=$("$flux" resource drain -n -i "$rank" -o '{reason}') || return 1
   if [[ $reason == "$note" ]]; then
@@ -62,6 +69,13 @@ undrain_when_up() {
     log "undrained this rank, drained when the previous pod of rank $rank stopped"
   fi
   "$flux" kvs unlink "$mark" >/dev/null
+}
+
+# The readiness probe found this pod's current broker up in the instance (read with builtins only).
+broker_up() {
+  local ready_pid="" broker=""
+  [[ -r $state/ready && -r $state/broker.pid ]] || return 1
+  read -r ready_pid <"$state/ready" && read -r broker <"$state/broker.pid" && [[ $ready_pid == "$broker" ]]
 }
 
 drain_mark() {
