@@ -6,6 +6,7 @@ the mount points are redirected into a temporary directory.
 
 from __future__ import annotations
 
+import json
 import shutil
 import stat
 import tomllib
@@ -164,11 +165,37 @@ def test_certificate_is_copied_private_and_byte_identical(tmp_path: Path) -> Non
     assert call["cert_bytes"] == pods.cert.text()
 
 
-def test_resource_set_is_encoded_for_the_whole_hostlist(tmp_path: Path) -> None:
+def test_rank_0_encodes_the_resource_set_of_the_whole_hostlist_from_its_node(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, size=2, maxSize=6, command=None)
+    run = pods.run(0)
+    assert run.subcommand("R") == [["R", "encode", "--hosts=dev-[0-5]", "--local"]]
+    assert (tmp_path / "state-0" / "R").read_text().startswith('{"version": 1')
+
+
+def test_a_worker_writes_a_resource_set_of_the_same_hosts_without_flux(tmp_path: Path) -> None:
     pods = Pods(tmp_path, size=2, maxSize=6, command=None)
     run = pods.run(1)
-    assert run.subcommand("R") == [["R", "encode", "--hosts=dev-[0-5]", "--local"]]
-    assert (tmp_path / "state-1" / "R").read_text().startswith('{"version": 1')
+    assert run.subcommand("R") == []
+    assert json.loads((tmp_path / "state-1" / "R").read_text()) == {
+        "version": 1,
+        "execution": {"R_lite": [{"rank": "0-5", "children": {"core": "0"}}], "starttime": 0.0, "expiration": 0.0,
+                      "nodelist": ["dev-[0-5]"]},
+    }  # fmt: skip
+
+
+def test_a_worker_without_gpus_starts_its_broker_without_hwlocs_io_discovery(tmp_path: Path) -> None:
+    (start,) = [call for call in Pods(tmp_path).run(1).calls if call["argv"][0] == "start"]
+    assert (start["env"].get("HWLOC_COMPONENTS"), start["env"].get("HWLOC_PLUGINS_PATH")) == (
+        "-linuxio",
+        "/nonexistent",
+    )
+
+
+def test_rank_0_and_a_worker_with_gpus_start_their_brokers_with_hwlocs_whole_discovery(tmp_path: Path) -> None:
+    (tmp_path / "rank0").mkdir(), (tmp_path / "gpus").mkdir()
+    rank0 = [call for call in Pods(tmp_path / "rank0").run(0).calls if call["argv"][0] == "start"]
+    gpu_worker = [call for call in Pods(tmp_path / "gpus", gpus=1).run(1).calls if call["argv"][0] == "start"]
+    assert [call["env"].get("HWLOC_COMPONENTS") for call in rank0 + gpu_worker] == [None, None]
 
 
 def test_state_directory_is_private_to_the_pod(tmp_path: Path) -> None:

@@ -62,7 +62,7 @@ def test_rank0_submits_the_command_with_gpus_per_task(tmp_path: Path) -> None:
 
 
 def test_a_pod_whose_resource_set_cannot_be_written_stops_before_its_broker(tmp_path: Path) -> None:
-    run = Pods(tmp_path, gpus=1).run(1, STANDIN_EXITS_R="1")
+    run = Pods(tmp_path, gpus=1).run(0, STANDIN_EXITS_R="1")
     assert run.status == 1
     assert "flux R encode failed" in run.stderr
     assert run.subcommand("start") == []

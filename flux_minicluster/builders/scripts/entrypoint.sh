@@ -75,16 +75,26 @@ read_scale() {
 prepare_state() {
   instance_dir=$(statedir)
   mkdir -p "${MC_RUN_DIR:?}" "$instance_dir" || die "cannot create $MC_RUN_DIR and $instance_dir"
-  rm -f "$rejoin_mark" # a mark from this container's previous run is not for this one
+  if [[ -e $rejoin_mark ]]; then rm -f "$rejoin_mark"; fi # a mark of this container's previous run is not for this one
   install -m 0600 "${MC_CURVE_CERT_SOURCE:?}" "${MC_PRIVATE_CURVE_CERT:?}" || die "cannot copy $MC_CURVE_CERT_SOURCE"
   write_resource_set >"${MC_RESOURCE_FILE:?}" || die "flux R encode failed"
 }
 
-# R: every host gets this pod's cores and GPUs (the nodes of one MiniCluster are assumed alike). hwloc
-# in a container sees no GPU, or all of the node's, so the GPUs are the pod's own (MC_GPU_IDS); flux R
-# refuses --gpus beside --local, so the cores are then hwloc's count.
+# R: rank 0's is the instance's, and every host gets rank 0's cores and GPUs (the nodes of one
+# MiniCluster are assumed alike). hwloc in a container sees no GPU, or all of the node's, so the GPUs are
+# the pod's own (MC_GPU_IDS); flux R refuses --gpus beside --local, so the cores are then hwloc's count.
+# A worker's broker only parses its R and ranks it against the hostlist (noverify: it never checks it
+# against its node), so a worker writes R of the same hosts with one core each, in bash: no hwloc and no
+# process on every worker's way to its broker.
 write_resource_set() {
   local cores
+  if ((rank != 0)); then
+    local ranks=0
+    if ((${MC_MAX_SIZE:?} > 1)); then ranks=0-$((MC_MAX_SIZE - 1)); fi
+    printf '{"version": 1, "execution": {"R_lite": [{"rank": "%s", "children": {"core": "0"}}], %s}}\n' \
+      "$ranks" "\"starttime\": 0.0, \"expiration\": 0.0, \"nodelist\": [\"$MC_HOSTLIST\"]"
+    return
+  fi
   if [[ -z ${MC_GPU_IDS?} ]]; then
     local_resources --hosts="$MC_HOSTLIST"
     return
@@ -205,19 +215,24 @@ start_rank0() {
   run_broker "$flux" start "${options[@]}" "${program[@]}"
 }
 
-# Workers run a broker with no program. A worker that starts before rank 0 is reachable may exit
-# early: retry with a short, bounded backoff. Exit 0 means the instance shut down, which ends this
+# Workers run a broker with no program. Where R lists no GPUs, a worker's broker scans its node without
+# hwloc's I/O discovery (the PCI, OpenCL and GL plugins, linuxio's devices): most of its topology scan,
+# on every worker's way into the instance, and nothing there uses it (R comes from rank 0; a child
+# instance checks only cores against it). Its jobs' tasks get their submitters' environment, not the
+# broker's. A worker that starts before rank 0 is reachable may exit early: retry with a short, bounded
+# backoff. Exit 0 means the instance shut down, which ends this
 # pod's work, unless rank 0 marked it to rejoin rank 0's replacement. A broker that had joined and
 # then fails lost its rank 0 (killed, so it could not mark anyone): it retries with a fresh budget.
 start_worker() {
-  local -a options
+  local -a options broker=("$flux" start)
   local attempt=1 delay=1 status
   broker_options options
+  if [[ -z $MC_GPU_IDS ]]; then broker=(env HWLOC_COMPONENTS=-linuxio HWLOC_PLUGINS_PATH=/nonexistent "${broker[@]}"); fi
   while :; do
     status=0
     undrain_when_up & # at each start: a rank 0 restarted from its last checkpoint may have the drain again
     restart_step_pid=$!
-    run_broker "$flux" start "${options[@]}" || status=$?
+    run_broker "${broker[@]}" "${options[@]}" || status=$?
     kill "$restart_step_pid" 2>/dev/null || true
     if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
     if ((status == 0)) && [[ -e $rejoin_mark ]]; then
