@@ -192,7 +192,8 @@ def test_a_worker_without_gpus_starts_its_broker_without_hwlocs_io_discovery(tmp
 
 
 def test_rank_0_and_a_worker_with_gpus_start_their_brokers_with_hwlocs_whole_discovery(tmp_path: Path) -> None:
-    (tmp_path / "rank0").mkdir(), (tmp_path / "gpus").mkdir()
+    for folder in ("rank0", "gpus"):
+        (tmp_path / folder).mkdir()
     rank0 = [call for call in Pods(tmp_path / "rank0").run(0).calls if call["argv"][0] == "start"]
     gpu_worker = [call for call in Pods(tmp_path / "gpus", gpus=1).run(1).calls if call["argv"][0] == "start"]
     assert [call["env"].get("HWLOC_COMPONENTS") for call in rank0 + gpu_worker] == [None, None]
