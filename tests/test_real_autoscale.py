@@ -15,6 +15,7 @@ from flux_minicluster.config.paths import SERVICE_ACCOUNT_DIR as SERVICE_ACCOUNT
 from tests import harness
 from tests.autoscaled import AUTOSCALE, Autoscaled, shrinks
 from tests.kube_api import StandIn
+from tests.kubelet.image import FLUX_PREFIX
 from tests.kubelet.pods import Kubelet
 from tests.test_real_metrics import scrape
 
@@ -109,7 +110,7 @@ def test_a_lease_a_resize_left_held_is_given_back_at_the_next_look(minicluster: 
 # two halves, so that the job's own command line, which Flux keeps, never holds it whole.
 LOOK_FOR_TOKEN = r"""
 ls -A /var/run/secrets/kubernetes.io/serviceaccount 2>&1
-grep -rlsF "$1$2" /etc /var /run /tmp /opt/flux/etc 2>/dev/null | head -5
+grep -rlsF "$1$2" /etc /var /run /tmp "$3" 2>/dev/null | head -5
 env | grep -cF "$1$2"
 exit 0
 """
@@ -137,7 +138,8 @@ def test_a_flux_job_finds_no_token_and_the_api_server_refuses_its_request(
     autoscaler = cluster.rank0.container("autoscaler")
     assert autoscaler.exec("cat", f"{SERVICE_ACCOUNT}/token").stdout == token  # it is there, for it alone
     halves = (token[: len(token) // 2], token[len(token) // 2 :])
-    looked = cluster.rank0.flux("run", "-N1", "bash", "-c", LOOK_FOR_TOKEN, "look", *halves).splitlines()
+    flux_etc = str(FLUX_PREFIX / "etc")  # the image's Flux installation (tests/kubelet/image.py)
+    looked = cluster.rank0.flux("run", "-N1", "bash", "-c", LOOK_FOR_TOKEN, "look", *halves, flux_etc).splitlines()
     assert looked == [f"ls: cannot access '{SERVICE_ACCOUNT}': No such file or directory", "0"]
     answer = cluster.rank0.flux("run", "-N1", "flux", "python", "-c", SUSPEND).strip()
     assert answer == (
