@@ -99,7 +99,7 @@ def test_interactive_runs_the_command_then_keeps_the_instance_up(minicluster: Ma
     rank0, worker = cluster.start_all()
     wait_until(lambda: "interactive: the instance stays up" in rank0.log, "the command to end", 30)
     assert sorted(output_lines(rank0.log)) == ["dev-0", "dev-1"]
-    assert rank0.flux("run", "-N2", "hostname").split() == ["dev-0", "dev-1"]
+    assert sorted(rank0.flux("run", "-N2", "hostname").split()) == ["dev-0", "dev-1"]  # in the order they come
     assert rank0.running() and worker.running()
 
 
@@ -130,6 +130,7 @@ def test_hooks_run_in_order_around_the_broker_in_every_pod(minicluster: Make) ->
         volumes={"trace": {"path": "/mnt/trace", "claimName": "trace"}},
     )  # fmt: skip
     assert run_to_completion(cluster) == [5, 0]
-    traces = cluster.claim("trace")  # R is written before pre: every rank, this machine's cores
+    traces = cluster.claim("trace")  # R is written before pre: rank 0's gives every rank this machine's cores,
+    # a worker's copy names the same ranks with one core each (its broker only parses it)
     assert re.fullmatch(r"init\npre rank\[0-1\]/core\[0(-\d+)?\]\npost 5\n", (traces / "dev-0").read_text())
-    assert re.fullmatch(r"init\npre rank\[0-1\]/core\[0(-\d+)?\]\npost 0\n", (traces / "dev-1").read_text())
+    assert (traces / "dev-1").read_text() == "init\npre rank[0-1]/core0\npost 0\n"
