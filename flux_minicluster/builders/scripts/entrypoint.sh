@@ -220,9 +220,9 @@ start_rank0() {
 # on every worker's way into the instance, and nothing there uses it (R comes from rank 0; a child
 # instance checks only cores against it). Its jobs' tasks get their submitters' environment, not the
 # broker's. A worker that starts before rank 0 is reachable may exit early: retry with a short, bounded
-# backoff. Exit 0 means the instance shut down, which ends this
-# pod's work, unless rank 0 marked it to rejoin rank 0's replacement. A broker that had joined and
-# then fails lost its rank 0 (killed, so it could not mark anyone): it retries with a fresh budget.
+# backoff. Exit 0 means the instance shut down, which ends this pod's work, unless rank 0 marked it to
+# rejoin rank 0's replacement. A broker that had joined and then fails lost its rank 0 (killed, so it
+# could not mark anyone): it retries with a fresh budget.
 start_worker() {
   local -a options broker=("$flux" start)
   local attempt=1 delay=1 status
