@@ -233,14 +233,18 @@ class Broker:
         with self.lock:
             self.online.add(int(words[1]))
             self.workers.append(peer)
+            if self.running.is_set():  # a rank joining a running instance (a replacement, a resize)
+                self.send(peer, RUN)
         self.reached()
-        self.running.wait()
-        self.send(peer, RUN)
 
     def reached(self) -> None:
+        """At quorum: every rank online is told, before rank 0's program starts (under the lock that the
+        shutdown takes too, so that no worker hears of the end before the start)."""
         with self.lock:
             if len(self.online) >= self.quorum and not self.running.is_set():
                 self.log(f"quorum-full: quorum->run {time.monotonic() - self.started:.6f}s")
+                for peer in self.workers:
+                    self.send(peer, RUN)
                 self.running.set()
 
     def shut_down(self) -> None:
