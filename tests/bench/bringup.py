@@ -5,7 +5,9 @@ rendered ConfigMaps and Secret) against `flux start -s N` (Flux's own instance o
 machine: the floor), in alternating runs on the same machine. Both run the same command the same way
 (`flux submit --watch -N N -n N date +%s.%N`), and each is timed from its start (the pods' containers,
 released at one instant; the `flux start` process) to the command's first task (its printed time),
-and to its exit (rank 0's container; `flux start`). Printed as medians and their ratios.
+and to its exit (rank 0's container; `flux start`), with the CPU seconds per broker of all that each
+run started (for the pods, the test kubelet's set-up of their containers too). Printed as medians
+and their ratios.
 
     venv/bin/python -m tests.bench.bringup                      # sizes 3, 8, 16, 32; 5 runs each
     venv/bin/python -m tests.bench.bringup --sizes 3,8 --runs 3
@@ -17,11 +19,13 @@ from __future__ import annotations
 
 import argparse
 import re
+import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +43,20 @@ STAMP = re.compile(r"^(\d{10}\.\d+)$", re.MULTILINE)
 class Timing:
     to_command: float
     to_exit: float
+    cpu: float = 0.0
+    """CPU seconds of every process the run started (for the pods: the test kubelet's set-up of their
+    containers and network too), as this process's children's resource usage counts them once reaped."""
+
+
+def children_cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
+
+
+def with_cpu(run: Callable[[int], Timing], size: int) -> Timing:
+    before = children_cpu()
+    timing = run(size)
+    return Timing(timing.to_command, timing.to_exit, children_cpu() - before)
 
 
 def first_stamp(output: str, since: float) -> float:
@@ -79,23 +97,24 @@ def measure(size: int, runs: int) -> tuple[list[Timing], list[Timing]]:
     """Alternating, so that both see the same machine."""
     pods, floors = [], []
     for _ in range(runs):
-        pods.append(minicluster(size))
-        floors.append(floor(size))
+        pods.append(with_cpu(minicluster, size))
+        floors.append(with_cpu(floor, size))
     return pods, floors
 
 
 def table(sizes: list[int], runs: int) -> str:
     lines = [
         "| brokers | runs | MiniCluster to command (s) | `flux start -s N` to command (s) | ratio "
-        "| MiniCluster to exit (s) | `flux start -s N` to exit (s) | ratio |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| MiniCluster to exit (s) | `flux start -s N` to exit (s) | ratio "
+        "| MiniCluster CPU per broker (s) | `flux start -s N` CPU per broker (s) | ratio |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for size in sizes:
         pods, floors = measure(size, runs)
         cells = [str(size), str(runs)]
-        for field in ("to_command", "to_exit"):
-            ours = statistics.median(getattr(timing, field) for timing in pods)
-            theirs = statistics.median(getattr(timing, field) for timing in floors)
+        for field, per in (("to_command", 1), ("to_exit", 1), ("cpu", size)):
+            ours = statistics.median(getattr(timing, field) for timing in pods) / per
+            theirs = statistics.median(getattr(timing, field) for timing in floors) / per
             cells += [f"{ours:.2f}", f"{theirs:.2f}", f"{ours / theirs:.2f}"]
         lines.append(f"| {' | '.join(cells)} |")
         print(lines[-1], file=sys.stderr, flush=True)  # progress: a size can take a minute
