@@ -20,8 +20,8 @@ _started: dict[int, Instance] = {}
 def flux_env(extra: dict[str, str]) -> dict[str, str]:
     """An environment for Flux's own commands as the pods have it: the image's PATH with this machine's
     flux-core (no shims of this machine's Python on the way), and SHLVL as a user's shell (and the
-    entrypoint, for the pods' brokers) gives it: with SHLVL unset or 0, flux-core 0.88 takes a second longer to run
-    `flux start -s 3 true` here (2.1 s instead of 1.0 s)."""
+    entrypoint, for the pods' brokers) gives it: with SHLVL unset or 0, flux-core 0.88 takes a second
+    longer to run `flux start -s 3 true` here (2.1 s instead of 1.0 s)."""
     return {"PATH": HOST_PATH, "HOME": "/root", "SHLVL": "1", **extra}
 
 

@@ -2,9 +2,9 @@
 # The real engines of the tests marked realengine, built from Go modules: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl here, with the test kubelet's streaming server
 # (tests/kubelet/streaming); then the Pulumi CLI, its Python language host and the Kubernetes resource
-# plugin (pulumi.sh). Versions: versions.py. Idempotent: a second run
-# with the same pins finds the binaries and does nothing; the Go module and build caches are kept, so
-# a rebuild after a change of pin takes what changed only.
+# plugin (pulumi.sh). Versions: versions.py. Idempotent: a second run with the same pins finds the
+# binaries and does nothing; the Go module and build caches are kept, so a rebuild after a change of
+# pin takes what changed only.
 #
 # k8s.io/kubernetes cannot be `go install`ed: its go.mod points each k8s.io/* staging module at a
 # folder of its own tree. A wrapper module requires it and points each of them at the release of
@@ -78,7 +78,7 @@ minor=${minor%%.*}
 stamp=()
 for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   stamp+=("-X $package.gitVersion=v$KUBERNETES" "-X $package.gitMajor=$major" "-X $package.gitMinor=$minor"
-    "-X $package.gitTreeState=clean" "-X $package.buildDate=1970-01-01T00:00:00Z")
+    "-X $package.gitTreeState=clean")
 done
 ldflags="${stamp[*]}"
 

@@ -33,9 +33,14 @@ STANDIN_PYTHON = "/usr/bin/python3"
 home only root may enter)."""
 
 
+def real() -> bool:
+    """The image carries real flux-core (else the stand-in)."""
+    return FLUX.exists()
+
+
 def real_flux_missing() -> str | None:
     """Why the tests that need real Flux brokers cannot run here, if they cannot."""
-    if not FLUX.exists():
+    if not real():
         return (
             f"needs real Flux brokers: no flux-core at {FLUX_PREFIX} (MC_FLUX_PREFIX names another prefix); "
             "no registry serves it and this project ships no build of it"
@@ -43,11 +48,6 @@ def real_flux_missing() -> str | None:
     if os.geteuid() != 0:
         return "the test kubelet needs root (network, mount and PID namespaces)"
     return None
-
-
-def real() -> bool:
-    """The image carries real flux-core (else the stand-in)."""
-    return FLUX.exists()
 
 
 def flux_mounts() -> list[str]:

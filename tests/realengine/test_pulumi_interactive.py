@@ -46,6 +46,11 @@ def online_ranks(minicluster: Callable[..., tuple[int, str]]) -> str:
     return said.strip()
 
 
+def configure_size(cluster: StackOnNode, size: int) -> None:
+    """The stack's config with a new size, as `pulumi config set minicluster:size` makes it."""
+    cluster.stack.configure({**cluster.stack.config, "size": size})
+
+
 def test_pulumi_up_returns_with_every_broker_ready(interactive: StackOnNode) -> None:
     assert interactive.running(4)
 
@@ -61,13 +66,13 @@ def test_work_runs_across_every_broker_once_pulumi_up_returned(
 
 def test_a_new_size_resizes_the_running_job_in_place(interactive: StackOnNode) -> None:
     before = interactive.job().metadata.uid
-    interactive.stack.configure({**interactive.stack.config, "size": 6})
+    configure_size(interactive, 6)
     preview = interactive.stack.preview().stdout
     assert "to update" in preview and "to replace" not in preview and "replaced" not in preview
     interactive.stack.up()
     assert interactive.job().metadata.uid == before and interactive.size == 6
     wait_until(lambda: interactive.running(6), "six ready pods", 60, poll=0.2)
-    interactive.stack.configure({**interactive.stack.config, "size": 2})
+    configure_size(interactive, 2)
     interactive.stack.up()
     assert interactive.job().metadata.uid == before and interactive.size == 2
     wait_until(lambda: interactive.running(2), "the Job controller to remove ranks 2-5", 60, poll=0.2)
@@ -77,10 +82,10 @@ def test_a_new_size_resizes_the_running_job_in_place(interactive: StackOnNode) -
 def test_the_instance_follows_each_resize(
     interactive: StackOnNode, minicluster: Callable[..., tuple[int, str]]
 ) -> None:
-    interactive.stack.configure({**interactive.stack.config, "size": 6})
+    configure_size(interactive, 6)
     interactive.stack.up()
     wait_until(lambda: online_ranks(minicluster) == "0-5", "ranks 4 and 5 to join the instance", 60, poll=0.5)
-    interactive.stack.configure({**interactive.stack.config, "size": 2})
+    configure_size(interactive, 2)
     interactive.stack.up()
     wait_until(lambda: interactive.running(2), "the Job controller to remove ranks 2-5", 60, poll=0.2)
     assert online_ranks(minicluster) == "0-1"

@@ -91,8 +91,8 @@ write_resource_set() {
   if ((rank != 0)); then
     local ranks=0
     if ((${MC_MAX_SIZE:?} > 1)); then ranks=0-$((MC_MAX_SIZE - 1)); fi
-    printf '{"version": 1, "execution": {"R_lite": [{"rank": "%s", "children": {"core": "0"}}], %s}}\n' \
-      "$ranks" "\"starttime\": 0.0, \"expiration\": 0.0, \"nodelist\": [\"$MC_HOSTLIST\"]"
+    printf '{"version": 1, "execution": {"R_lite": [{"rank": "%s", "children": {"core": "0"}}], ' "$ranks"
+    printf '"starttime": 0.0, "expiration": 0.0, "nodelist": ["%s"]}}\n' "$MC_HOSTLIST"
     return
   fi
   if [[ -z ${MC_GPU_IDS?} ]]; then
