@@ -35,7 +35,8 @@ except ModuleNotFoundError:  # run as a script (.ci/run), where its own folder i
 SERVICE_RANGE = "10.96.0.0/16"
 """The Services' virtual addresses: data in the API server only, never a destination of any packet here."""
 CONTROLLERS = "job-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller," \
-    "root-ca-certificate-publisher-controller"  # fmt: skip
+    "root-ca-certificate-publisher-controller,endpointslice-controller"  # fmt: skip
+"""endpointslice-controller: the real node's DNS (CoreDNS) serves a headless Service's names from them."""
 START_TIMEOUT = 60
 ENGINES_BUILT = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 SERVICE_HOST = "10.96.0.1"
@@ -111,6 +112,12 @@ class ControlPlane:
         _openssl("x509", "-req", "-in", d / "server.csr", "-CA", d / "ca.crt", "-CAkey", d / "ca.key",
                  "-CAcreateserial", "-out", d / "server.crt", "-days", "2", "-extfile", d / "server.ext")  # fmt: skip
         _openssl("ecparam", "-name", "prime256v1", "-genkey", "-noout", "-out", d / "service-accounts.key")
+        # How the API server proves itself to a real kubelet (logs, exec): a client certificate of the CA
+        # the kubelet trusts, in the group that may do anything, as kubeadm gives it.
+        _openssl("req", "-new", *key, "-keyout", d / "kubelet-client.key", "-out", d / "kubelet-client.csr",
+                 "-subj", "/O=system:masters/CN=kube-apiserver-kubelet-client")  # fmt: skip
+        _openssl("x509", "-req", "-in", d / "kubelet-client.csr", "-CA", d / "ca.crt", "-CAkey", d / "ca.key",
+                 "-CAcreateserial", "-out", d / "kubelet-client.crt", "-days", "2")  # fmt: skip
         return d / "ca.crt"
 
     def _start(self, name: str, *argv: str) -> None:
@@ -135,6 +142,8 @@ class ControlPlane:
             f"--cert-dir={d / 'certs'}",
             f"--tls-cert-file={d / 'server.crt'}", f"--tls-private-key-file={d / 'server.key'}",
             f"--client-ca-file={d / 'ca.crt'}", f"--token-auth-file={d / 'tokens.csv'}",
+            f"--kubelet-client-certificate={d / 'kubelet-client.crt'}",
+            f"--kubelet-client-key={d / 'kubelet-client.key'}",
             "--authorization-mode=RBAC", f"--service-cluster-ip-range={SERVICE_RANGE}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={d / 'service-accounts.key'}",

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The real engines of the tests marked realengine, built from Go modules: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler and kubectl here, with the test kubelet's streaming server
-# (tests/kubelet/streaming); then the Pulumi CLI, its Python language host and the Kubernetes resource
-# plugin (pulumi.sh). Versions: versions.py. Idempotent: a second run with the same pins finds the
+# (tests/kubelet/streaming); then the real node's programs (node.sh: containerd, runc, the kubelet, the
+# CNI plugins, CoreDNS) and the Pulumi CLI, its Python language host and the Kubernetes resource plugin
+# (pulumi.sh). Versions: versions.py. Idempotent: a second run with the same pins finds the
 # binaries and does nothing; the Go module and build caches are kept, so a rebuild after a change of
 # pin takes what changed only.
 #
@@ -36,6 +37,7 @@ echo "== the test kubelet's streaming server (tests/kubelet/streaming)"
 
 if built; then
   echo "the engines are built at $bin"
+  bash "$here/node.sh" "$prefix"
   exec bash "$here/pulumi.sh" "$prefix"
 fi
 
@@ -90,4 +92,5 @@ go build -trimpath -o "$bin/etcd" go.etcd.io/etcd/server/v3
 go build -trimpath -ldflags "$ldflags" -o "$bin/kubectl" k8s.io/kubernetes/cmd/kubectl # the benchmarks' baseline (tests/bench)
 built
 echo "the engines are built at $bin"
+bash "$here/node.sh" "$prefix" # the real node's kubelet builds on this module's cache
 exec bash "$here/pulumi.sh" "$prefix"

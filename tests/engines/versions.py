@@ -30,6 +30,18 @@ PULUMI_YAML = "1.25.0"
 """The Pulumi YAML language host, pulumi-language-yaml (github.com/pulumi/pulumi-yaml): it runs the
 component package's YAML example (examples/yaml)."""
 
+RUNC = "1.5.2"
+"""The real node (tests/engines/node.sh): runc, built with cgo and seccomp (libseccomp from Debian)."""
+
+CONTAINERD = "2.4.2"
+"""containerd with its CRI plugin, ctr and containerd-shim-runc-v2."""
+
+CNI_PLUGINS = "1.10.0"
+"""The CNI plugins the node's pod network uses: bridge, host-local, loopback, portmap."""
+
+COREDNS = "1.15.0"
+"""The cluster's DNS (Services and pods), linked with only the plugins it uses (tests/engines/coredns)."""
+
 
 def _pinned(package: str) -> str:
     pin = re.search(rf"^{package}==(\S+)$", (ROOT / "constraints.txt").read_text(), re.MULTILINE)
@@ -53,6 +65,8 @@ SDKGEN_BIN = ENGINES / "sdkgen" / "bin"
 """Pulumi's TypeScript SDK generator on the component package's schema (tests/engines/sdkgen)."""
 STREAMING_BIN = ENGINES / "kubelet-streaming" / "bin"
 """The test kubelet's logs and exec server (tests/kubelet/streaming, built by install.sh on every run)."""
+NODE_BIN = ENGINES / f"node-{KUBERNETES}-{CONTAINERD}-{RUNC}-{CNI_PLUGINS}-{COREDNS}" / "bin"
+"""The real node's programs: kubelet, containerd (+ ctr, shim), runc, CoreDNS; its CNI plugins in cni/."""
 INSTALL = "tests/engines/install.sh"
 
 
@@ -65,7 +79,8 @@ def not_built(engine: str, wanted: list[Path]) -> str | None:
 def shell() -> str:
     values = {
         "KUBERNETES": KUBERNETES, "PULUMI": PULUMI, "PULUMI_PYTHON_HOST": PULUMI_PYTHON_HOST,
-        "PULUMI_YAML": PULUMI_YAML,
+        "PULUMI_YAML": PULUMI_YAML, "RUNC": RUNC, "CONTAINERD": CONTAINERD, "CNI_PLUGINS": CNI_PLUGINS,
+        "COREDNS": COREDNS, "NODE_BIN": str(NODE_BIN),
         "PULUMI_KUBERNETES": PULUMI_KUBERNETES, "PROVIDER_MODULE": PROVIDER_MODULES.get(PULUMI_KUBERNETES, ""),
     }  # fmt: skip
     return "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items())

@@ -39,7 +39,15 @@ WATCH_SECONDS = 5
 GONE = (client.ApiException, urllib3.exceptions.HTTPError)
 """What a report may meet: the pod gone meanwhile, or the API server (a test's own) stopped before it."""
 NODE_LABEL = "minicluster.test/node"
-"""The label a test's pods select its own Node by (pod.nodeSelector): tests side by side share a scheduler."""
+"""The label a test's pods select its own Node by (pod.nodeSelector): tests side by side share a scheduler.
+The Node is tainted with it too, so that no other pod lands there (the real node's, which select none)."""
+
+
+def selecting(label: str) -> dict[str, Any]:
+    """The pod settings (config key `pod`) that put a test's pods on its own Node labelled `label`, and
+    only there."""
+    toleration = {"key": NODE_LABEL, "operator": "Equal", "value": label, "effect": "NoSchedule"}
+    return {"nodeSelector": {NODE_LABEL: label}, "tolerations": [toleration]}
 
 
 def events(call: Any, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
@@ -98,8 +106,10 @@ class Node:
                   "daemonEndpoints": {"kubeletEndpoint": {"Port": self.port}}}  # fmt: skip
         self.core.patch_node_status(self.name, {"status": status})
         # The API server taints a new Node not-ready (TaintNodesByCondition); the node lifecycle
-        # controller, which this control plane does not run, lifts it once the Node says Ready.
-        self.core.patch_node(self.name, {"spec": {"taints": None}})
+        # controller, which this control plane does not run, lifts it once the Node says Ready. The
+        # Node's own taint keeps the pods of others (the real node's) off it.
+        taint = {"key": NODE_LABEL, "value": self.label, "effect": "NoSchedule"}
+        self.core.patch_node(self.name, {"spec": {"taints": [taint]}})
 
     # -- the pods bound to this node ---------------------------------------------------------------
 

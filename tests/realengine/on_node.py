@@ -13,7 +13,7 @@ from kubernetes import client
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
-from tests.kubelet.node import NODE_LABEL, Node
+from tests.kubelet.node import Node, selecting
 from tests.kubelet.pod import Pod
 from tests.kubelet.pods import Kubelet
 from tests.realengine.conftest import create
@@ -74,7 +74,7 @@ class OnNode(NodeCluster):
     def __init__(
         self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, **overrides: Any
     ) -> None:
-        raw = config(**overrides, namespace=namespace, pod={"nodeSelector": {NODE_LABEL: namespace}})
+        raw = config(**overrides, namespace=namespace, pod=selecting(namespace))
         spec = load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev")
         self.kubelet = Kubelet(tmp / "cluster", spec)
         self.namespace, self.admin = namespace, admin

@@ -25,7 +25,7 @@ from flux_minicluster.config.loader import load_spec
 from tests.engines.control_plane import ControlPlane
 from tests.engines.versions import PROVIDER_BIN, PULUMI_BIN, not_built
 from tests.harness import ROOT
-from tests.kubelet.node import NODE_LABEL, Node
+from tests.kubelet.node import Node, selecting
 from tests.kubelet.pods import Kubelet
 from tests.realengine.on_node import NodeCluster
 
@@ -163,8 +163,9 @@ class StackOnNode(NodeCluster):
         """`example`: the stack is that example's program (examples/<example>), its MiniCluster's
         properties set to `config` instead of a stack file's keys; `name` is then its resource name."""
         node = f"node-{secrets.token_hex(4)}"
-        selector = {NODE_LABEL: namespace, **({HOSTNAME_LABEL: node} if pinned else {})}
-        config = {**config, "namespace": namespace, "pod": {**config.pop("pod", {}), "nodeSelector": selector}}
+        placed = selecting(namespace)
+        placed["nodeSelector"].update({HOSTNAME_LABEL: node} if pinned else {})
+        config = {**config, "namespace": namespace, "pod": {**config.pop("pod", {}), **placed}}
         spec = load_spec({f"minicluster:{key}": value for key, value in config.items()}, name)
         self.kubelet = Kubelet(tmp / "cluster", spec, objects=[])
         self.namespace, self.admin = namespace, admin

@@ -16,13 +16,13 @@ from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
-from tests.kubelet.node import NODE_LABEL, Node
+from tests.kubelet.node import Node, selecting
 from tests.kubelet.pods import Kubelet
 from tests.realengine.accounts import kubeconfig_for
 
 
 def keygen_pod(namespace: str) -> dict[str, Any]:
-    raw = config(namespace=namespace, pod={"nodeSelector": {NODE_LABEL: namespace}})
+    raw = config(namespace=namespace, pod=selecting(namespace))
     return manifests.keygen_pod(load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev"))
 
 

@@ -1,0 +1,258 @@
+"""A real Kubernetes node on this machine, beside the control plane (tests/engines/control_plane.py):
+containerd and runc run the pods' containers from the images of tests/engines/images.py, the kubelet
+registers the Node with the machine's real capacity, the CNI bridge plugin puts the pods on one network,
+and CoreDNS answers the cluster's names (Services, and pods under their headless Service). The
+`kubernetes` Service's address reaches the API server through a relay (node_host.py).
+
+The control plane runs no node lifecycle controller (it would mark the test kubelet's Nodes, which send
+no heartbeats, unreachable): this node lifts the not-ready taint itself once the kubelet says Ready.
+
+`.ci/run` starts one for the whole run (`python3 tests/engines/node.py DIR`, until SIGTERM, after the
+control plane) and tells the tests where it is (MC_NODE=DIR). It needs root, and there is one per
+machine: the kubelet and containerd write fixed paths and change kernel settings, all undone at `stop`
+(node_host.py). Standard library only: it runs before the venv exists.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+try:
+    from tests.engines import images, node_files
+    from tests.engines.control_plane import SERVICE_HOST, STATE, ControlPlane
+    from tests.engines.node_host import HostChanges, unmount_under
+    from tests.engines.registry import Registry
+    from tests.engines.versions import NODE_BIN, not_built
+except ModuleNotFoundError:  # run as a script (.ci/run), where its own folder is on the path
+    import images  # type: ignore[no-redef,import-not-found]
+    import node_files  # type: ignore[no-redef,import-not-found]
+    from control_plane import SERVICE_HOST, STATE, ControlPlane  # type: ignore[no-redef,import-not-found]
+    from node_host import HostChanges, unmount_under  # type: ignore[no-redef,import-not-found]
+    from registry import Registry  # type: ignore[no-redef,import-not-found]
+    from versions import NODE_BIN, not_built  # type: ignore[no-redef,import-not-found]
+
+PROGRAMS = ("containerd", "containerd-shim-runc-v2", "ctr", "runc", "kubelet", "coredns", "pause", "cni/bridge")
+START_TIMEOUT = 120
+KUBELET_PORT = 10250
+NODE_STATE = "node.json"
+
+
+def missing() -> str | None:
+    """Why the real node cannot start here."""
+    if os.geteuid() != 0:
+        return "the real node needs root (containerd, runc and the kubelet)"
+    return not_built("the real node", [NODE_BIN / name for name in PROGRAMS])
+
+
+class RealNode:
+    """The node's processes (containerd, CoreDNS, the kubelet) and its changes to the machine."""
+
+    def __init__(self, directory: Path, plane: ControlPlane) -> None:
+        self.directory, self.plane = directory, plane
+        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.host = HostChanges()
+        self.registry: Registry | None = None
+        directory.mkdir(parents=True, exist_ok=True)
+        self.socket = directory / "containerd" / "containerd.sock"
+        try:
+            self._files()
+            self.host.add_address(node_files.NODE_ADDRESS)
+            self.host.add_address(SERVICE_HOST)
+            self.host.relay(SERVICE_HOST, 443, ("127.0.0.1", plane.port))
+            self._containerd()
+            self._images()
+            self._start("coredns", "-conf", str(directory / "Corefile"))
+            self._kubelet()
+            self._ready()
+        except BaseException:
+            self.stop()
+            raise
+        state = {"name": node_files.NODE_NAME, "address": node_files.NODE_ADDRESS}
+        (directory / NODE_STATE).write_text(json.dumps(state))
+
+    def _files(self) -> None:
+        d = self.directory
+        (d / "cni").mkdir(exist_ok=True)
+        (d / "containerd.toml").write_text(node_files.containerd_config(d))
+        (d / "cni" / "10-minicluster.conflist").write_text(node_files.cni_config(d))
+        (d / "kubelet.json").write_text(node_files.kubelet_config(d, self.plane.ca, KUBELET_PORT))
+        (d / "Corefile").write_text(node_files.corefile(self.plane.kubeconfig))
+        (d / "resolv.conf").write_text(f"search {node_files.CLUSTER_DOMAIN}\n")  # the machine's own names: none
+
+    def _start(self, name: str, *argv: str) -> None:
+        log = (self.directory / f"{name}.log").open("ab")
+        env = {**os.environ, "PATH": f"{NODE_BIN}:{os.environ.get('PATH', '/usr/bin:/bin')}"}
+        self.processes[name] = subprocess.Popen(
+            [str(NODE_BIN / name), *argv], stdout=log, stderr=log, stdin=subprocess.DEVNULL, env=env,
+            start_new_session=True,
+        )  # fmt: skip
+
+    def ctr(self, *argv: str, timeout: float = 300) -> str:
+        command = [str(NODE_BIN / "ctr"), "--address", str(self.socket), "--namespace", "k8s.io", *argv]
+        return subprocess.run(command, check=True, capture_output=True, text=True, timeout=timeout).stdout
+
+    def _containerd(self) -> None:
+        self._start("containerd", "--config", str(self.directory / "containerd.toml"))
+        self._until("containerd answers", lambda: self.socket.exists() and _succeeds(self.ctr, "version"))
+
+    def _images(self) -> None:
+        """The images, imported into containerd under their names and served by the node's registry."""
+        layout = self.directory / "images"
+        names = images.build(layout)
+        for registry in {name.split("/", 1)[0] for name in names}:
+            (self.directory / "registries" / registry).mkdir(parents=True, exist_ok=True)
+            (self.directory / "registries" / registry / "hosts.toml").write_text(node_files.registry_hosts(registry))
+        self.registry = Registry(layout, node_files.NODE_ADDRESS, node_files.REGISTRY_PORT)
+        print(f"importing the node's images: {', '.join(names)}", flush=True)
+        archive = subprocess.Popen(["tar", "-C", str(layout), "-cf", "-", "."], stdout=subprocess.PIPE)
+        command = [str(NODE_BIN / "ctr"), "--address", str(self.socket), "--namespace", "k8s.io", "images", "import",
+                   "--all-platforms", "-"]  # fmt: skip
+        subprocess.run(command, stdin=archive.stdout, check=True, capture_output=True, timeout=300)
+        if archive.wait() != 0:
+            raise RuntimeError(f"tar of {layout} failed")
+
+    def _kubelet(self) -> None:
+        d = self.directory
+        self._start(
+            "kubelet", f"--config={d / 'kubelet.json'}", f"--kubeconfig={self.plane.kubeconfig}",
+            f"--root-dir={d / 'kubelet'}", f"--cert-dir={d / 'kubelet-pki'}",
+            f"--hostname-override={node_files.NODE_NAME}", f"--node-ip={node_files.NODE_ADDRESS}",
+        )  # fmt: skip
+
+    def _ready(self) -> None:
+        """Until the Node says Ready; then lift the not-ready taint, as the node lifecycle controller does."""
+        path = f"/api/v1/nodes/{node_files.NODE_NAME}"
+        self._until("the kubelet's Node is Ready", lambda: _ready(self._api("GET", path, missing={})))
+        node = self._api("GET", path)
+        taints = [t for t in node["spec"].get("taints") or [] if t["key"] != "node.kubernetes.io/not-ready"]
+        patch = {"spec": {"taints": taints or None}}
+        self._api("PATCH", path, patch, "application/merge-patch+json")
+
+    def _api(
+        self, method: str, path: str, body: Any = None, content_type: str = "application/json", missing: Any = None
+    ) -> Any:
+        """The API server's answer (as the admin); `missing` for a 404, if given."""
+        tls = ssl.create_default_context(cafile=str(self.plane.ca))
+        headers = {"Authorization": f"Bearer {self.plane.admin_token}", "Content-Type": content_type}
+        data = None if body is None else json.dumps(body).encode()
+        asked = urllib.request.Request(f"{self.plane.url}{path}", data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(asked, timeout=10, context=tls) as answer:
+                return json.load(answer)
+        except urllib.error.HTTPError as error:
+            if error.code == 404 and missing is not None:
+                return missing
+            raise
+
+    def _until(self, what: str, done: Any) -> None:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not done():
+            ended = [name for name, process in self.processes.items() if process.poll() is not None]
+            if ended or time.monotonic() > deadline:
+                logs = "".join(f"\n== {name}\n{self.log(name)[-3000:]}" for name in self.processes)
+                raise RuntimeError(f"the real node failed: {what}, not yet ({', '.join(ended)} ended){logs}")
+            time.sleep(0.2)
+
+    def log(self, name: str) -> str:
+        path = self.directory / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        """Stop the node and its pods, remove the Node, and leave the machine as the node found it."""
+        for name in ("kubelet", "coredns"):
+            _terminate(self.processes.get(name))
+        if "containerd" in self.processes:
+            for task in _lines(self.ctr, "tasks", "list", "--quiet"):
+                subprocess.run([str(NODE_BIN / "ctr"), "--address", str(self.socket), "-n", "k8s.io", "tasks", "kill",
+                                "--signal", "SIGKILL", task], capture_output=True)  # fmt: skip
+            _terminate(self.processes["containerd"])
+        _kill_shims(self.socket)
+        if self.registry is not None:
+            self.registry.close()
+        subprocess.run(["ip", "link", "delete", node_files.BRIDGE], capture_output=True)
+        unmount_under(self.directory)
+        self.host.restore()
+        with contextlib.suppress(urllib.error.URLError, OSError):  # the control plane may be gone already
+            self._api("DELETE", f"/api/v1/nodes/{node_files.NODE_NAME}")
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions") or []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+
+
+def _succeeds(call: Any, *argv: str) -> bool:
+    try:
+        call(*argv, timeout=5)
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        return False
+    return True
+
+
+def _lines(call: Any, *argv: str) -> list[str]:
+    try:
+        return [line.strip() for line in call(*argv, timeout=20).splitlines() if line.strip()]
+    except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        return []
+
+
+def _terminate(process: subprocess.Popen[bytes] | None) -> None:
+    if process is None or process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=5)
+
+
+def _kill_shims(socket: Path) -> None:
+    """The shims of this node's containerd outlive it (that is their job): end them and their pods."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"containerd-shim-runc-v2") and str(socket).encode() in argv:
+            try:
+                os.killpg(int(proc.name), signal.SIGKILL)
+            except OSError:
+                os.kill(int(proc.name), signal.SIGKILL)
+
+
+def serve(directory: Path, plane_directory: Path) -> None:
+    """Start a node in `directory` for the control plane in `plane_directory`, and run it until SIGTERM."""
+    plane = ControlPlane.attach(plane_directory)
+    stopping: list[int] = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda number, _frame: stopping.append(number))
+    node = RealNode(directory, plane)
+    print(f"real node {node_files.NODE_NAME} at {node_files.NODE_ADDRESS} is Ready", flush=True)
+    try:
+        while not stopping and all(process.poll() is None for process in node.processes.values()):
+            time.sleep(0.5)
+    finally:
+        node.stop()
+    if not stopping:
+        ended = [name for name, process in node.processes.items() if process.poll() is not None]
+        sys.exit(f"a process of the real node ended ({', '.join(ended)}):\n{node.log(ended[0])[-2000:]}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3 or missing() or not (Path(sys.argv[2]) / STATE).exists():
+        sys.exit(missing() or "usage: node.py DIRECTORY CONTROL_PLANE_DIRECTORY (a running control plane's)")
+    serve(Path(sys.argv[1]), Path(sys.argv[2]))

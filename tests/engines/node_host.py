@@ -1,0 +1,133 @@
+"""What the real node changes on the machine, each change undone by `restore`: the addresses it adds to
+the loopback (the node's, the `kubernetes` Service's), the kernel settings the kubelet sets and cannot be
+told not to, the paths programs write outside any folder they are given, the cgroups the kubelet makes;
+and the relay that carries the `kubernetes` Service's address to the API server (this machine has no
+kube-proxy, iptables or nftables). Standard library only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+SYSCTLS = ("vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops")
+"""What the kubelet sets (its defaults for a node), saved before it starts and restored after."""
+FIXED_PATHS = (
+    Path("/run/containerd"), Path("/var/lib/kubelet"), Path("/var/log/containers"), Path("/var/log/pods"),
+    Path("/var/lib/cni"), Path("/etc/cni"), Path("/opt/cni"), Path("/var/run/netns"),
+)  # fmt: skip
+"""Paths containerd, the shims, the kubelet and the CNI plugins write whatever they are told: removed
+at the end if the node made them (one that was there before is left as it was)."""
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+def ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=10)
+
+
+class HostChanges:
+    """The machine's state as the node found it, and the changes the node made to it."""
+
+    def __init__(self) -> None:
+        self.sysctls = {name: (Path("/proc/sys") / name).read_text() for name in SYSCTLS}
+        self.absent = [path for path in FIXED_PATHS if not path.exists()]
+        self.addresses: list[str] = []
+        self.relays: list[Relay] = []
+
+    def add_address(self, address: str) -> None:
+        ip("address", "add", f"{address}/32", "dev", "lo")
+        self.addresses.append(address)
+
+    def relay(self, address: str, port: int, target: tuple[str, int]) -> None:
+        self.relays.append(Relay((address, port), target))
+
+    def restore(self) -> None:
+        """Undo every change, whatever state the node stopped in."""
+        for relay in self.relays:
+            relay.close()
+        for address in self.addresses:
+            subprocess.run(["ip", "address", "del", f"{address}/32", "dev", "lo"], capture_output=True)
+        for name, value in self.sysctls.items():
+            with contextlib.suppress(OSError):
+                (Path("/proc/sys") / name).write_text(value)
+        for path in self.absent:
+            unmount_under(path)
+            shutil.rmtree(path, ignore_errors=True)
+        for hierarchy in CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else []:
+            _remove_cgroup(hierarchy / "kubepods")
+
+
+def unmount_under(path: Path) -> None:
+    """Unmount whatever is mounted at or under `path` (netns files, the kubelet's volumes), deepest first."""
+    mounted = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+    for point in sorted((m for m in mounted if m == str(path) or m.startswith(f"{path}/")), reverse=True):
+        subprocess.run(["umount", "-l", point], capture_output=True)
+
+
+def _remove_cgroup(path: Path) -> None:
+    """A cgroup and its children, deepest first (a cgroup folder goes with rmdir, once it has no tasks)."""
+    if not path.is_dir():
+        return
+    for child in path.iterdir():
+        if child.is_dir():
+            _remove_cgroup(child)
+    with contextlib.suppress(OSError):
+        path.rmdir()
+
+
+class Relay:
+    """TCP from `listen` to `target`, byte for byte, a thread pair per connection: the `kubernetes`
+    Service's address carried to the API server, TLS and all (the pods verify the server's certificate,
+    which names that address)."""
+
+    def __init__(self, listen: tuple[str, int], target: tuple[str, int]) -> None:
+        self.target = target
+        self.server = socket.create_server(listen, reuse_port=False)
+        self.closed = threading.Event()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                incoming, _ = self.server.accept()
+            except OSError:
+                return
+            try:
+                outgoing = socket.create_connection(self.target, timeout=5)
+            except OSError:
+                incoming.close()
+                continue
+            outgoing.settimeout(None)
+            ends = threading.Semaphore(0)
+            for source, sink in ((incoming, outgoing), (outgoing, incoming)):
+                threading.Thread(target=_pump, args=(source, sink, ends), daemon=True).start()
+            threading.Thread(target=_close_after, args=(ends, incoming, outgoing), daemon=True).start()
+
+    def close(self) -> None:
+        self.closed.set()
+        self.server.close()
+
+
+def _pump(source: socket.socket, sink: socket.socket, ends: threading.Semaphore) -> None:
+    """One direction of a connection, until its sender closes it (then the other side is told so)."""
+    try:
+        while chunk := source.recv(65536):
+            sink.sendall(chunk)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+        ends.release()
+
+
+def _close_after(ends: threading.Semaphore, *connection: socket.socket) -> None:
+    """Both sockets of a connection, once both of its directions have ended."""
+    ends.acquire()
+    ends.acquire()
+    for end in connection:
+        end.close()
