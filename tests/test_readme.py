@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import stat
 import subprocess
 import sys
@@ -11,14 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.harness import ROOT
+from tests.readme_commands import README, setup_commands
 
-README = (ROOT / "README.md").read_text()
 REFERENCE = (ROOT / "docs" / "configuration.md").read_text()
-
-
-def setup_commands() -> list[str]:
-    section = README.split("## Set up", 1)[1].split("### Prerequisites", 1)[0]
-    return re.findall(r"```bash\n(.*?)\n```", section, flags=re.DOTALL)
 
 
 def test_readme_has_exactly_two_set_up_commands_one_for_the_stack_and_one_for_the_tests() -> None:

@@ -201,10 +201,14 @@ class OciLayout:
             "architecture": "amd64", "os": "linux", "config": config,
             "rootfs": {"type": "layers", "diff_ids": [layer["digest"] for layer in layers]},
         }  # fmt: skip
-        config_blob = self.blob(json.dumps(whole).encode(), "application/vnd.oci.image.config.v1+json")
-        manifest = {"schemaVersion": 2, "mediaType": MANIFEST, "config": config_blob, "layers": layers}
-        described = self.blob(json.dumps(manifest).encode(), MANIFEST)
         for name in names:
+            # An image of its own for each name (its config names it), sharing the layers: containerd
+            # keeps one image per config digest and reports a container's image by that image's first
+            # name, so names that shared one would show another stack's image in the pods' status.
+            labelled = {**whole, "config": {**config, "Labels": {"org.opencontainers.image.ref.name": name}}}
+            config_blob = self.blob(json.dumps(labelled).encode(), "application/vnd.oci.image.config.v1+json")
+            manifest = {"schemaVersion": 2, "mediaType": MANIFEST, "config": config_blob, "layers": layers}
+            described = self.blob(json.dumps(manifest).encode(), MANIFEST)
             self.manifests.append({**described, "annotations": {NAME_ANNOTATION: name}})
 
     def index(self) -> None:
