@@ -74,7 +74,8 @@ def test_the_admission_check_counts_gpus_like_any_extended_resource(kube_api: Cl
     raw = config(admission="refuse", gpus=4)
     found = admission.check(load_spec({f"minicluster:{k}": v for k, v in raw.items()}, "dev"), None)
     assert found.refused is not None
-    assert "the 4 usable nodes have room for 2; each broker requests nvidia.com/gpu 4" in found.refused
+    assert "the 4 usable nodes have room for 2; each broker needs memory 1Gi (for its /dev/shm: " in found.refused
+    assert "nvidia.com/gpu 4; no room for one: nvidia.com/gpu on 3" in found.refused
 
 
 REFUSED = [

@@ -117,6 +117,7 @@ def test_broker_mounts_config_script_certificate_and_state(sized: tuple[int, Dep
         "curve-certificate": ("/etc/minicluster/curve", True),
         "scale": ("/etc/minicluster/scale", True),
         "state": ("/var/lib/minicluster", False),
+        "shared-memory": ("/dev/shm", False),
     }
     assert volumes["scale"]["configMap"]["name"] == deployment.live_name("dev-scale")
     assert volumes["broker-config"]["configMap"]["name"] == deployment.live_name("dev-broker-config")
@@ -126,6 +127,7 @@ def test_broker_mounts_config_script_certificate_and_state(sized: tuple[int, Dep
         "defaultMode": 0o444,
     }
     assert volumes["state"] == {"name": "state", "emptyDir": {}}
+    assert volumes["shared-memory"] == {"name": "shared-memory", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}
 
 
 def test_service_is_headless_publishes_unready_pods_and_selects_only_broker_pods(sized: tuple[int, Deployment]) -> None:
@@ -216,6 +218,7 @@ def test_job_references_secret_config_maps_and_service_by_their_output_names() -
         "curve-certificate": {"secretName": deployment.live_name("flux-curve"), "defaultMode": 0o444},
         "scale": {"name": deployment.live_name("flux-scale")},
         "state": None,
+        "shared-memory": None,
     }
 
 

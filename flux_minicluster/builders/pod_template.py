@@ -174,6 +174,8 @@ def _own_mounts(spec: MiniClusterSpec) -> list[Manifest]:
         mounts.append(_restful_api_mount())
     if spec.state_volume is not None:
         mounts.append({"name": paths.STATE_VOLUME_NAME, "mountPath": paths.STATE_VOLUME})
+    if spec.shared_memory_size is not None:
+        mounts.append({"name": paths.SHARED_MEMORY_VOLUME, "mountPath": paths.SHARED_MEMORY_DIR})
     return mounts
 
 
@@ -207,6 +209,9 @@ def _volumes(
         volumes.append({"name": paths.RESTFUL_API, "emptyDir": {}})
     if spec.state_volume is not None:
         volumes.append({"name": paths.STATE_VOLUME_NAME, **state_volume_source(spec.state_volume)})
+    if spec.shared_memory_size is not None:  # a tmpfs instead of the runtime's 64 MiB /dev/shm
+        memory = {"medium": "Memory", "sizeLimit": spec.shared_memory_size}
+        volumes.append({"name": paths.SHARED_MEMORY_VOLUME, "emptyDir": memory})
     return volumes + [{"name": name, **volume_source(volume)} for name, volume in spec.volumes.items()]
 
 

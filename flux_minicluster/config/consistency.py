@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Callable, Iterator
 
-from flux_minicluster.config import production
+from flux_minicluster.config import paths, production, rules
 from flux_minicluster.config.problem import Problem
 from flux_minicluster.config.rules import DNS_LABEL_MAX, DNS_NAME_MAX
 from flux_minicluster.config.spec import RESERVED_CONTAINERS, MiniClusterSpec
@@ -166,7 +166,27 @@ def _state_volume(spec: MiniClusterSpec) -> Iterator[Problem]:
         )
 
 
+def _shared_memory(spec: MiniClusterSpec) -> Iterator[Problem]:
+    if spec.shared_memory is None or "shared_memory" not in spec.model_fields_set:
+        return  # the default gives way to a volume of the user's at /dev/shm (spec.shared_memory_size)
+    for name, volume in spec.volumes.items():
+        if volume.path.rstrip("/") == paths.SHARED_MEMORY_DIR:
+            yield Problem(
+                "sharedMemory",
+                f"minicluster:volumes.{name} is mounted at {paths.SHARED_MEMORY_DIR}, where minicluster:sharedMemory "
+                "puts the pods' memory-backed /dev/shm: set sharedMemory to none to use your own volume there",
+            )
+    # Only a size the user gave: Kubernetes caps the default at the pod's memory limit by itself.
+    limit = spec.resources.limits.get("memory")
+    if limit is not None and rules.quantity(spec.shared_memory) > rules.quantity(limit):
+        yield Problem(
+            "sharedMemory",
+            f"minicluster:sharedMemory {spec.shared_memory} is more than the Flux container's memory limit "
+            f"(minicluster:resources.limits.memory {limit}), which what /dev/shm holds counts against",
+        )
+
+
 RULES: tuple[Callable[[MiniClusterSpec], Iterator[Problem]], ...] = (
     _sizes, _elastic_only, _names, _modes, _certificate, _containers, _ports_and_paths, _overlay, _state_volume,
-    production.problems,
+    _shared_memory, production.problems,
 )  # fmt: skip

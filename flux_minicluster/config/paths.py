@@ -67,10 +67,13 @@ FLUX_VIEW = "flux-view"
 RESTFUL_API = "restful-api"
 """The RESTful API's init container and its volume."""
 STATE_VOLUME_NAME = "flux-state"
+SHARED_MEMORY_VOLUME = "shared-memory"
+"""The broker pod's memory-backed /dev/shm (minicluster:sharedMemory)."""
+SHARED_MEMORY_DIR = "/dev/shm"
 AUTOSCALER_TOKEN_VOLUME = "autoscaler-token"
 """The service account's token, CA and namespace: mounted in the autoscaler container only."""
 OWN_VOLUMES = (
     BROKER_CONFIG_VOLUME, RUN_CONFIG_VOLUME, SCALE_VOLUME, CURVE_VOLUME, STATE_VOLUME_OF_POD, FLUX_VIEW, RESTFUL_API,
-    STATE_VOLUME_NAME, AUTOSCALER_TOKEN_VOLUME,
+    STATE_VOLUME_NAME, SHARED_MEMORY_VOLUME, AUTOSCALER_TOKEN_VOLUME,
 )  # fmt: skip
 """The volumes the broker pod has for itself: a user volume may not take one of these names."""

@@ -46,6 +46,7 @@ RESERVED_CONTAINERS = {BROKER_CONTAINER, paths.FLUX_VIEW, paths.RESTFUL_API}
 RESERVED_VOLUMES = set(paths.OWN_VOLUMES)
 
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
+DEFAULT_SHARED_MEMORY = "1Gi"
 
 Mode = Literal["submit", "launcher", "batch", "interactive"]
 Keygen = Literal["pod", "local"]
@@ -190,12 +191,27 @@ class MiniClusterSpec(ContainerSettings):
     (non-root user, no privilege escalation, every capability dropped, the runtime's seccomp profile),
     so it runs in namespaces that enforce it. hostPath volumes are refused then. none: the pods run as
     the image says."""
+    shared_memory: str | None = DEFAULT_SHARED_MEMORY
+    """The size of the memory-backed /dev/shm of every broker pod (a tmpfs; what it holds counts against
+    the pod's memory). MPI and many HPC codes fail or crawl on a container's default 64 MiB. Kubernetes
+    caps it at the pod's memory limit; the admission check counts it as memory each pod needs at least.
+    none: the container runtime's own /dev/shm (as does a volume of yours at /dev/shm)."""
     state_volume: StateVolume | None = None
     """A persistent cluster's state, kept by rank 0 on a volume: a replaced rank 0 (eviction, drain)
     restarts the same instance, with its queue and job history."""
     secret_keys: frozenset[str] = Field(default=frozenset(), exclude=True)
     """Not a config key: which config keys the stack marks secret (`pulumi config set --secret`), as
     load_spec found them. Their values reach the pods only through a Kubernetes Secret."""
+
+    @field_validator("shared_memory")
+    @classmethod
+    def _shared_memory_size(cls, value: str | None) -> str | None:
+        if value is None or value == "none":
+            return None
+        size = rules.quantities({"sharedMemory": value})["sharedMemory"]
+        if rules.quantity(size) <= 0:
+            raise ValueError(f"{size!r} is no room: give a size such as 1Gi, or none for the runtime's /dev/shm")
+        return size
 
     @field_validator("volumes")
     @classmethod
@@ -214,6 +230,13 @@ class MiniClusterSpec(ContainerSettings):
     def is_secret(self, key: str) -> bool:
         """Whether the stack marks this config key (as users write it: `environment`) secret."""
         return key in self.secret_keys
+
+    @property
+    def shared_memory_size(self) -> str | None:
+        """The size of the /dev/shm the MiniCluster mounts itself: none with sharedMemory null, or where a
+        volume of the user's is mounted there and sharedMemory is left at its default (theirs is used)."""
+        own = any(volume.path.rstrip("/") == paths.SHARED_MEMORY_DIR for volume in self.volumes.values())
+        return None if own and "shared_memory" not in self.model_fields_set else self.shared_memory
 
     @property
     def largest_size(self) -> int:

@@ -5,10 +5,12 @@ created (the dry run, as the real API server's RBAC judges it); the cluster's ad
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
 
+from flux_minicluster.builders.names import admission_policy_name
 from flux_minicluster.cluster import admission
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -49,7 +51,10 @@ def test_a_user_who_may_not_create_the_policy_is_refused_by_key_before_anything_
     ) in verdict.refused
     assert "ask the cluster's admin for that right, or unset minicluster:autoscale.admissionPolicy" in verdict.refused
     assert client.BatchV1Api(admin).list_namespaced_job(namespace).items == []
-    assert client.AdmissionregistrationV1Api(admin).list_validating_admission_policy().items == []
+    # Cluster-scoped: other tests' policies may exist meanwhile; this MiniCluster's (its namespace is in
+    # the name) must not.
+    policies: list[Any] = client.AdmissionregistrationV1Api(admin).list_validating_admission_policy().items
+    assert admission_policy_name(spec(namespace)) not in [policy.metadata.name for policy in policies]
 
 
 def test_the_clusters_admin_passes_the_dry_run(

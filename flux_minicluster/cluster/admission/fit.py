@@ -10,7 +10,7 @@ would add.
 from __future__ import annotations
 
 from flux_minicluster.cluster.admission import namespace_limits, placement
-from flux_minicluster.cluster.admission.quantities import pod_resources
+from flux_minicluster.cluster.admission.quantities import memory_volumes, pod_resources
 from flux_minicluster.cluster.admission.shape import Shape, Snapshot
 
 __all__ = ["Shape", "Snapshot", "problems"]
@@ -20,4 +20,7 @@ def problems(shape: Shape, cluster: Snapshot) -> list[str]:
     """Why the MiniCluster would not fit, one line each; none when it fits."""
     admitted = cluster.admitted["spec"] if cluster.admitted is not None else shape.pod_spec
     requests, _ = pod_resources(admitted)
-    return [*namespace_limits.problems(shape, cluster), *placement.problems(shape, cluster, requests)]
+    return [
+        *namespace_limits.problems(shape, cluster),
+        *placement.problems(shape, cluster, requests, memory_volumes(admitted)),
+    ]

@@ -28,7 +28,13 @@ class _Node:
     """The resource that limits its room ("pods" for slots), or empty."""
 
 
-def problems(shape: Shape, cluster: Snapshot, requests: dict[str, Decimal]) -> list[str]:
+def problems(shape: Shape, cluster: Snapshot, requests: dict[str, Decimal], shared: Decimal = Decimal(0)) -> list[str]:
+    """`shared`: what the pod's memory-backed /dev/shm may hold (minicluster:sharedMemory). A node must
+    have that much memory for a pod whatever it requests: those pages are the node's, and the scheduler
+    does not count them."""
+    from_shared = shared > requests.get("memory", Decimal(0))
+    if from_shared:
+        requests = {**requests, "memory": shared}
     used, counts = _node_use(shape, cluster.pods)
     nodes = [_node(shape, node, requests, used, counts) for node in cluster.nodes]
     room = sum(node.room for node in nodes)
@@ -52,9 +58,14 @@ def problems(shape: Shape, cluster: Snapshot, requests: dict[str, Decimal]) -> l
         parts.append(f"the {len(usable)} usable {nodes_have} room for {room}")
     full = Counter(node.short_of for node in usable if node.room == 0)
     if full:
-        each = ", ".join(f"{name} {show(name, value)}" for name, value in sorted(requests.items())) or "nothing"
+        amounts = [f"{name} {show(name, value)}" for name, value in sorted(requests.items())]
+        if from_shared:
+            amounts = [
+                f"{a} (for its /dev/shm: minicluster:sharedMemory)" if a.startswith("memory ") else a for a in amounts
+            ]
+        each = ", ".join(amounts) or "nothing"
         detail = ", ".join(f"{'pod slots' if name == PODS else name} on {count}" for name, count in full.most_common())
-        parts.append(f"each broker requests {each}; no room for one: {detail}")
+        parts.append(f"each broker {'needs' if from_shared else 'requests'} {each}; no room for one: {detail}")
     return ["; ".join(parts)]
 
 

@@ -37,6 +37,20 @@ def pod_amounts(pod_spec: Json, kind: str) -> dict[str, Decimal]:
     return _max([total([*main, *sidecars]), *starting])
 
 
+def memory_volumes(pod_spec: Json) -> Decimal:
+    """What the pod's memory-backed emptyDirs (/dev/shm) may hold: their sizeLimits, capped as the kubelet
+    sizes the tmpfs, at the pod's memory limit when every container has one."""
+    sizes = [
+        quantity(volume["emptyDir"].get("sizeLimit") or 0)
+        for volume in pod_spec.get("volumes") or []
+        if (volume.get("emptyDir") or {}).get("medium") == "Memory"
+    ]
+    containers = pod_spec.get("containers") or []
+    limits = [((c.get("resources") or {}).get("limits") or {}).get("memory") for c in containers]
+    held = sum(sizes, Decimal(0))
+    return min(held, sum(map(quantity, limits), Decimal(0))) if limits and None not in limits else held
+
+
 def quantity(value: Any) -> Decimal:
     return _parsed(value) if isinstance(value, str) else Decimal(parse_quantity(value))  # type: ignore[no-untyped-call]
 
