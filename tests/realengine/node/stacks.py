@@ -1,0 +1,45 @@
+"""A stack of this project under the real Pulumi engine whose pods run on the real node (real
+containers, tests/engines/node.py): the config's own, in a namespace of the test's own, with nothing
+that picks a node (the test kubelet's Nodes are tainted for their own tests' pods)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client
+from kubernetes.stream import stream
+
+from flux_minicluster.config.loader import load_spec
+from flux_minicluster.config.spec import BROKER_CONTAINER, MiniClusterSpec
+from tests.engines.control_plane import ControlPlane
+from tests.realengine.pulumi_stack import Stack, StackOnNode
+
+
+class StackOnRealNode(StackOnNode):
+    """What StackOnNode tells of its MiniCluster (its Job, pods, readiness, what is left), for a stack
+    whose pods the real kubelet runs."""
+
+    def __init__(
+        self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, name: str, config: dict[str, Any]
+    ) -> None:
+        config = {**config, "namespace": namespace}
+        self.spec: MiniClusterSpec = load_spec({f"minicluster:{key}": value for key, value in config.items()}, name)
+        self.namespace, self.admin = namespace, admin
+        self.stack = Stack(plane, tmp / "stack", name, config)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def exec(self, rank: int, *argv: str) -> str:
+        """ARGV in rank `rank`'s Flux container, through the API server's exec API and the real kubelet."""
+        pod = next(p for p in self.pods() if p.metadata.labels["batch.kubernetes.io/job-completion-index"] == str(rank))
+        said: str = stream(
+            client.CoreV1Api(self.admin).connect_get_namespaced_pod_exec, pod.metadata.name, self.namespace,
+            container=BROKER_CONTAINER, command=list(argv), stderr=True, stdout=True, stdin=False, tty=False,
+        )  # fmt: skip
+        return said
+
+    def close(self) -> None:
+        """Nothing of the test's own to stop: the namespace's deletion takes what a failed test left."""

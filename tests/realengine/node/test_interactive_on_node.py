@@ -1,0 +1,50 @@
+"""The interactive stack with its pods in real containers: `pulumi up` (its keygen pod, the real
+readiness probe) returns once every broker is Ready; each broker has the memory-backed /dev/shm of
+minicluster:sharedMemory; a new size resizes the running Job in place; `pulumi destroy` leaves nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.harness import example
+from tests.kubelet.pod import wait_until
+from tests.realengine.node.stacks import StackOnRealNode
+
+GIB = 1 << 30
+
+
+@pytest.fixture
+def interactive(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
+    cluster = stack_on_real_node("interactive", **example("interactive"))
+    cluster.stack.up()
+    return cluster
+
+
+def test_pulumi_up_returns_with_every_broker_ready_on_the_real_node(interactive: StackOnRealNode) -> None:
+    assert interactive.running(4)
+
+
+def test_each_broker_has_a_memory_backed_dev_shm_of_the_configured_size(interactive: StackOnRealNode) -> None:
+    for rank in (0, 3):
+        kind, size = interactive.exec(rank, "stat", "--file-system", "--format=%T %b %S", "/dev/shm").split(" ", 1)
+        blocks, block_size = map(int, size.split())
+        assert kind == "tmpfs" and blocks * block_size == GIB
+
+
+def test_a_new_size_resizes_the_running_job_in_place(interactive: StackOnRealNode) -> None:
+    before = interactive.job().metadata.uid
+    interactive.stack.configure({**interactive.stack.config, "size": 6})
+    interactive.stack.up()
+    assert interactive.job().metadata.uid == before and interactive.size == 6
+    wait_until(lambda: interactive.running(6), "six ready pods", 60, poll=0.2)
+    interactive.stack.configure({**interactive.stack.config, "size": 2})
+    interactive.stack.up()
+    assert interactive.job().metadata.uid == before and interactive.size == 2
+    wait_until(lambda: interactive.running(2), "the Job controller to remove ranks 2-5", 60, poll=0.2)
+
+
+def test_pulumi_destroy_stops_the_instance_and_leaves_nothing(interactive: StackOnRealNode) -> None:
+    interactive.stack.destroy()
+    assert interactive.left() == {}

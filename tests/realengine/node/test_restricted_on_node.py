@@ -1,0 +1,45 @@
+"""securityProfile restricted in a namespace that enforces Pod Security's restricted level, with the pods
+in real containers: the API server admits every pod (the keygen pod's too), runc starts the broker as
+uid 1000 under the runtime's seccomp profile with every capability dropped, and that user writes the
+volumes the entrypoint and Flux write (fsGroup), /dev/shm included."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from tests.harness import example
+from tests.realengine.node.stacks import StackOnRealNode
+
+ENFORCED = {"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
+pytestmark = pytest.mark.namespace_labels(ENFORCED)
+
+
+@pytest.fixture
+def restricted(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
+    cluster = stack_on_real_node("interactive", **{**example("interactive"), "size": 2}, securityProfile="restricted")
+    cluster.stack.up()
+    return cluster
+
+
+def test_every_broker_is_ready_in_the_enforcing_namespace(restricted: StackOnRealNode) -> None:
+    assert restricted.running(2)
+
+
+def test_the_broker_runs_as_uid_1000_without_capabilities(restricted: StackOnRealNode) -> None:
+    assert restricted.exec(0, "id", "-u").strip() == "1000"
+    status = dict(
+        line.split(":\t", 1) for line in restricted.exec(0, "cat", "/proc/self/status").splitlines() if ":\t" in line
+    )
+    assert status["CapEff"].strip() == "0000000000000000"
+    assert status["NoNewPrivs"].strip() == "1"
+    assert status["Seccomp"].strip() == "2"  # a filter: the runtime's default profile
+
+
+def test_uid_1000_writes_the_state_volume_and_dev_shm(restricted: StackOnRealNode) -> None:
+    for folder in ("/var/lib/minicluster", "/dev/shm"):
+        said = restricted.exec(
+            1, "sh", "-c", f"echo written >{folder}/probe && cat {folder}/probe && rm {folder}/probe"
+        )
+        assert said.strip() == "written", folder
