@@ -1,6 +1,8 @@
 """The interactive stack with its pods in real containers: `pulumi up` (its keygen pod, the real
 readiness probe) returns once every broker is Ready; each broker has the memory-backed /dev/shm of
-minicluster:sharedMemory; a new size resizes the running Job in place; `pulumi destroy` leaves nothing."""
+minicluster:sharedMemory; a new size resizes the running Job in place; `pulumi destroy` leaves nothing.
+On real Flux (marked realflux; the node's image carries flux-core where it is installed): work runs
+across every broker."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
+from flux_minicluster.config.paths import LOCAL_URI
 from tests.harness import example
 from tests.kubelet.pod import wait_until
 from tests.realengine.node.stacks import StackOnRealNode
@@ -24,6 +27,13 @@ def interactive(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRe
 
 def test_pulumi_up_returns_with_every_broker_ready_on_the_real_node(interactive: StackOnRealNode) -> None:
     assert interactive.running(4)
+
+
+@pytest.mark.realflux
+def test_work_runs_across_every_broker_in_real_containers(interactive: StackOnRealNode) -> None:
+    """Brokers that found each other by their headless-Service names (CoreDNS) over the node's bridge."""
+    said = interactive.exec(0, "env", f"FLUX_URI={LOCAL_URI}", "flux", "run", "-N4", "hostname")
+    assert sorted(said.split()) == [f"interactive-{rank}" for rank in range(4)]
 
 
 def test_each_broker_has_a_memory_backed_dev_shm_of_the_configured_size(interactive: StackOnRealNode) -> None:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from flux_minicluster.config.paths import LOCAL_URI
 from tests.harness import example
 from tests.realengine.node.stacks import StackOnRealNode
 
@@ -35,6 +36,12 @@ def test_the_broker_runs_as_uid_1000_without_capabilities(restricted: StackOnRea
     assert status["CapEff"].strip() == "0000000000000000"
     assert status["NoNewPrivs"].strip() == "1"
     assert status["Seccomp"].strip() == "2"  # a filter: the runtime's default profile
+
+
+@pytest.mark.realflux
+def test_flux_runs_the_users_tasks_as_uid_1000(restricted: StackOnRealNode) -> None:
+    said = restricted.exec(0, "env", f"FLUX_URI={LOCAL_URI}", "flux", "run", "-N2", "id", "-u")
+    assert said.split() == ["1000", "1000"]
 
 
 def test_uid_1000_writes_the_state_volume_and_dev_shm(restricted: StackOnRealNode) -> None:
