@@ -12,14 +12,18 @@ real Flux (the test kubelet as a Node). In alternating runs, each in a namespace
 
     venv/bin/python -m tests.bench.engines              # 5 runs each
     venv/bin/python -m tests.bench.engines --runs 3
+    venv/bin/python -m tests.bench.engines --real-node  # the pods in real containers (below)
 
 Needs root (namespaces), flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux:
-tests/kubelet/image.py) and the real engines.
+tests/kubelet/image.py) and the real engines. With --real-node, the pods run on the real node
+(tests/engines/node.py) of a control plane that runs already: MC_CONTROL_PLANE and MC_NODE name them,
+as `.ci/run` sets them.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import secrets
 import statistics
 import subprocess
@@ -35,16 +39,21 @@ from kubernetes import client, config
 from tests.engines.control_plane import ControlPlane
 from tests.engines.versions import KUBERNETES_BIN
 from tests.harness import ROOT, example
+from tests.realengine.node.stacks import StackOnRealNode
 from tests.realengine.pulumi_stack import StackOnNode
 
 
 class Run:
     """One namespace and one stack of it on the control plane, closed after the run."""
 
+    real_node = False
+    """The pods on the real node (real containers), not on a test kubelet's Node."""
+
     def __init__(self, plane: ControlPlane, admin: client.ApiClient, tmp: Path, name: str, stack: dict[str, Any]):
         self.namespace = f"bench-{secrets.token_hex(4)}"
         client.CoreV1Api(admin).create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=self.namespace)))
-        self.cluster = StackOnNode(admin, plane, self.namespace, tmp / self.namespace, name, dict(stack))
+        where = StackOnRealNode if self.real_node else StackOnNode
+        self.cluster = where(admin, plane, self.namespace, tmp / self.namespace, name, dict(stack))
         self.plane, self.admin = plane, admin
 
     def kubectl(self, *args: str) -> None:
@@ -114,7 +123,15 @@ def table(times: dict[str, list[float]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--real-node", action="store_true", help="on the real node of MC_CONTROL_PLANE, MC_NODE")
     args = parser.parse_args()
+    if args.real_node:
+        Run.real_node = True
+        plane = ControlPlane.attach(Path(os.environ["MC_CONTROL_PLANE"]))
+        admin = config.new_client_from_config(str(plane.kubeconfig))  # type: ignore[no-untyped-call]
+        with tempfile.TemporaryDirectory() as directory:
+            print(table(measure(plane, admin, Path(directory), args.runs)))
+        return
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
         plane = ControlPlane(tmp / "plane")
