@@ -1,0 +1,67 @@
+"""A changed image on a persistent stack with a state volume, in real containers: `pulumi up` replaces
+the Job and the new Job's pods run in the new image. On real Flux (marked realflux): the new rank 0
+restarts the same instance from the state volume, so the jobs queued before the change run afterwards.
+The state volume is a hostPath in the test's own folder, the stack pinned to the node by its hostname
+label, as a stack with a node-local state volume is."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from flux_minicluster.config.paths import LOCAL_URI
+from tests.harness import example
+from tests.kubelet.pod import wait_until
+from tests.realengine.node.conftest import NodeInfo
+from tests.realengine.node.stacks import StackOnRealNode
+
+NEW_IMAGE = "ghcr.io/converged-computing/metric-lammps:latest"
+"""Another image the node has (tests/engines/images.py makes one for each name the stack files give)."""
+
+
+@pytest.fixture
+def persistent(
+    stack_on_real_node: Callable[..., StackOnRealNode], real_node: NodeInfo, tmp_path: Path
+) -> StackOnRealNode:
+    state = {"hostPath": str(tmp_path / "flux-state"), "checkpointPeriod": "1s"}
+    pinned = {"nodeSelector": {"kubernetes.io/hostname": real_node.name}}
+    cluster = stack_on_real_node(
+        "interactive", **{**example("interactive"), "size": 2, "stateVolume": state, "pod": pinned}
+    )
+    cluster.stack.up()
+    return cluster
+
+
+def new_image(cluster: StackOnRealNode) -> None:
+    cluster.stack.configure({**cluster.stack.config, "image": NEW_IMAGE})
+
+
+def images(cluster: StackOnRealNode) -> set[str]:
+    return {status.image for pod in cluster.pods() for status in pod.status.container_statuses or []}
+
+
+def test_a_new_image_replaces_the_job_and_its_pods_run_in_it(persistent: StackOnRealNode) -> None:
+    before = persistent.job().metadata.uid
+    new_image(persistent)
+    assert "to replace" in persistent.stack.preview().stdout
+    persistent.stack.up()
+    assert persistent.job().metadata.uid != before
+    wait_until(lambda: persistent.running(2), "the new Job's two pods to run", 60, poll=0.2)
+    assert images(persistent) == {NEW_IMAGE}
+
+
+@pytest.mark.realflux
+def test_the_jobs_queued_before_a_new_image_run_afterwards(persistent: StackOnRealNode) -> None:
+    def flux(*argv: str) -> str:
+        return persistent.exec(0, "env", f"FLUX_URI={LOCAL_URI}", "flux", *argv)
+
+    flux("submit", "-N2", "sleep", "inf")  # holds every node: what comes next waits
+    queued = [flux("submit", "-N1", "hostname").strip() for _ in range(3)]
+    assert all(flux("jobs", "-no", "{state}", job).strip() == "SCHED" for job in queued)
+    new_image(persistent)
+    persistent.stack.up()
+    wait_until(lambda: persistent.running(2) and images(persistent) == {NEW_IMAGE}, "the new Job's pods", 60, poll=0.2)
+    wait_until(lambda: all(flux("jobs", "-no", "{result}", job).strip() == "COMPLETED" for job in queued),
+               "the queued jobs to run in the restarted instance", 60, poll=0.5)  # fmt: skip
