@@ -8,6 +8,7 @@ kube-proxy, iptables or nftables). Standard library only.
 from __future__ import annotations
 
 import contextlib
+import select
 import shutil
 import socket
 import subprocess
@@ -80,13 +81,13 @@ def _remove_cgroup(path: Path) -> None:
 
 
 class Relay:
-    """TCP from `listen` to `target`, byte for byte, a thread pair per connection: the `kubernetes`
-    Service's address carried to the API server, TLS and all (the pods verify the server's certificate,
-    which names that address)."""
+    """TCP from `listen` to `target`, byte for byte, a thread per connection: the `kubernetes` Service's
+    address carried to the API server, TLS and all (the pods verify the server's certificate, which
+    names that address)."""
 
     def __init__(self, listen: tuple[str, int], target: tuple[str, int]) -> None:
         self.target = target
-        self.server = socket.create_server(listen, reuse_port=False)
+        self.server = socket.create_server(listen)
         self.closed = threading.Event()
         threading.Thread(target=self._accept, daemon=True).start()
 
@@ -96,38 +97,34 @@ class Relay:
                 incoming, _ = self.server.accept()
             except OSError:
                 return
-            try:
-                outgoing = socket.create_connection(self.target, timeout=5)
-            except OSError:
-                incoming.close()
-                continue
-            outgoing.settimeout(None)
-            ends = threading.Semaphore(0)
-            for source, sink in ((incoming, outgoing), (outgoing, incoming)):
-                threading.Thread(target=_pump, args=(source, sink, ends), daemon=True).start()
-            threading.Thread(target=_close_after, args=(ends, incoming, outgoing), daemon=True).start()
+            threading.Thread(target=self._relay, args=(incoming,), daemon=True).start()
+
+    def _relay(self, incoming: socket.socket) -> None:
+        try:
+            outgoing = socket.create_connection(self.target, timeout=10)
+        except OSError:
+            incoming.close()
+            return
+        with incoming, outgoing:
+            both_ways(incoming, outgoing, self.closed)
 
     def close(self) -> None:
         self.closed.set()
         self.server.close()
 
 
-def _pump(source: socket.socket, sink: socket.socket, ends: threading.Semaphore) -> None:
-    """One direction of a connection, until its sender closes it (then the other side is told so)."""
-    try:
-        while chunk := source.recv(65536):
-            sink.sendall(chunk)
-    except OSError:
-        pass
-    finally:
-        with contextlib.suppress(OSError):
-            sink.shutdown(socket.SHUT_WR)
-        ends.release()
-
-
-def _close_after(ends: threading.Semaphore, *connection: socket.socket) -> None:
-    """Both sockets of a connection, once both of its directions have ended."""
-    ends.acquire()
-    ends.acquire()
-    for end in connection:
-        end.close()
+def both_ways(inside: socket.socket, outside: socket.socket, stopping: threading.Event) -> None:
+    """Bytes both ways until either side closes or `stopping` is set: the TLS session is the client's
+    with the server, as through a TCP proxy."""
+    ends = [inside, outside]
+    while not stopping.is_set():
+        readable, _, _ = select.select(ends, [], [], 0.5)
+        for end in readable:
+            try:
+                data = end.recv(65536)
+                if data:
+                    (outside if end is inside else inside).sendall(data)
+            except OSError:  # reset by either side: the connection is over, as a proxy sees it
+                data = b""
+            if not data:
+                return

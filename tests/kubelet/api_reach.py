@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import select
 import socket
 import threading
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from typing import Any
 from kubernetes import client
 
 from tests.engines.control_plane import SERVICE_HOST, ControlPlane
+from tests.engines.node_host import both_ways
 from tests.kubelet.network import PodNetwork, ip, listening
 from tests.kubelet.volumes import Manifest
 
@@ -84,18 +84,7 @@ class ServiceRelay:
     def _relay(self, inside: socket.socket) -> None:
         """Bytes both ways until either side closes: the TLS session is the pod's with the API server."""
         with inside, socket.create_connection(("127.0.0.1", self.plane.port), timeout=10) as outside:
-            ends = [inside, outside]
-            while not self.stopping.is_set():
-                readable, _, _ = select.select(ends, [], [], 0.5)
-                for end in readable:
-                    try:
-                        data = end.recv(65536)
-                        if data:
-                            (outside if end is inside else inside).sendall(data)
-                    except OSError:  # reset by either side: the connection is over, as a proxy sees it
-                        data = b""
-                    if not data:
-                        return
+            both_ways(inside, outside, self.stopping)
 
     @contextlib.contextmanager
     def unreachable(self) -> Iterator[None]:
