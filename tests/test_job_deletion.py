@@ -33,7 +33,7 @@ def test_the_elastic_job_depends_on_its_deletion_which_is_replaced_delete_first(
     assert deployment.urn(waiter) in deployment.options["dev-job"]["dependencies"]  # deleted after the Job
     assert deployment.options[waiter.name]["deleteBeforeReplace"] is True
     # and replaced with it: only then does the engine delete the Job before the deletion's delete waits
-    # for it (a dependsOn edge alone leaves the Job standing: tests/realengine/test_pulumi_image_change.py)
+    # for it (a dependsOn edge alone leaves the Job standing: tests/realengine/node/test_image_change.py)
     assert deployment.options["dev-job"]["replaceWith"] == [deployment.urn(waiter)]
     assert waiter.inputs["timeout"] == 90  # the pods' grace period (30 s) and a margin
 

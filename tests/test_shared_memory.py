@@ -1,7 +1,7 @@
 """minicluster:sharedMemory: every broker pod's /dev/shm is a memory-backed emptyDir of that size (1Gi
 by default) instead of the container runtime's 64 MiB; none leaves the runtime's; a volume of the user's
 at /dev/shm takes the place of the default. The admission check counts it as memory each pod needs.
-Its size inside a real container: tests/realengine/node/test_examples_on_node.py."""
+Its size inside a real container: tests/realengine/node/test_interactive.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The dev stack's MiniCluster on the real control plane (its objects as render.py makes them): the
 `minicluster` command follows the real Job to its end, and lists its pods. (`pulumi up` of the same
-stack: test_pulumi_dev_stack.py.)"""
+stack: node/test_dev_stack.py.)"""
 
 from __future__ import annotations
 

@@ -32,11 +32,20 @@ class StackOnRealNode(StackOnNode):
     def name(self) -> str:
         return self.spec.name
 
+    def pod_name(self, rank: int) -> str:
+        """The name of rank `rank`'s pod (the Job controller's: the hostname is `<name>-<rank>`)."""
+        index = "batch.kubernetes.io/job-completion-index"
+        return str(next(p.metadata.name for p in self.pods() if p.metadata.labels[index] == str(rank)))
+
+    def log(self, rank: int, container: str = BROKER_CONTAINER) -> str:
+        """What the container of rank `rank`'s pod wrote, as the kubelet keeps it (pods/log)."""
+        core = client.CoreV1Api(self.admin)
+        return str(core.read_namespaced_pod_log(self.pod_name(rank), self.namespace, container=container))
+
     def exec(self, rank: int, *argv: str) -> str:
         """ARGV in rank `rank`'s Flux container, through the API server's exec API and the real kubelet."""
-        pod = next(p for p in self.pods() if p.metadata.labels["batch.kubernetes.io/job-completion-index"] == str(rank))
         said: str = stream(
-            client.CoreV1Api(self.admin).connect_get_namespaced_pod_exec, pod.metadata.name, self.namespace,
+            client.CoreV1Api(self.admin).connect_get_namespaced_pod_exec, self.pod_name(rank), self.namespace,
             container=BROKER_CONTAINER, command=list(argv), stderr=True, stdout=True, stdin=False, tty=False,
         )  # fmt: skip
         return said

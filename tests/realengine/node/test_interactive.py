@@ -43,16 +43,40 @@ def test_each_broker_has_a_memory_backed_dev_shm_of_the_configured_size(interact
         assert kind == "tmpfs" and blocks * block_size == GIB
 
 
+def configure_size(cluster: StackOnRealNode, size: int) -> None:
+    """The stack's config with a new size, as `pulumi config set minicluster:size` makes it."""
+    cluster.stack.configure({**cluster.stack.config, "size": size})
+
+
+def online_ranks(cluster: StackOnRealNode) -> str:
+    return cluster.exec(
+        0, "env", f"FLUX_URI={LOCAL_URI}", "flux", "resource", "status", "-no", "{ranks}", "-s", "online"
+    ).strip()
+
+
 def test_a_new_size_resizes_the_running_job_in_place(interactive: StackOnRealNode) -> None:
     before = interactive.job().metadata.uid
-    interactive.stack.configure({**interactive.stack.config, "size": 6})
+    configure_size(interactive, 6)
+    preview = interactive.stack.preview().stdout
+    assert "to update" in preview and "to replace" not in preview and "replaced" not in preview
     interactive.stack.up()
     assert interactive.job().metadata.uid == before and interactive.size == 6
     wait_until(lambda: interactive.running(6), "six ready pods", 60, poll=0.2)
-    interactive.stack.configure({**interactive.stack.config, "size": 2})
+    configure_size(interactive, 2)
     interactive.stack.up()
     assert interactive.job().metadata.uid == before and interactive.size == 2
     wait_until(lambda: interactive.running(2), "the Job controller to remove ranks 2-5", 60, poll=0.2)
+
+
+@pytest.mark.realflux
+def test_the_instance_follows_each_resize(interactive: StackOnRealNode) -> None:
+    configure_size(interactive, 6)
+    interactive.stack.up()
+    wait_until(lambda: online_ranks(interactive) == "0-5", "ranks 4 and 5 to join the instance", 60, poll=0.5)
+    configure_size(interactive, 2)
+    interactive.stack.up()
+    wait_until(lambda: interactive.running(2), "the Job controller to remove ranks 2-5", 60, poll=0.2)
+    assert online_ranks(interactive) == "0-1"
 
 
 def test_pulumi_destroy_stops_the_instance_and_leaves_nothing(interactive: StackOnRealNode) -> None:

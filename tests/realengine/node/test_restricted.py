@@ -1,7 +1,9 @@
-"""securityProfile restricted in a namespace that enforces Pod Security's restricted level, with the pods
-in real containers: the API server admits every pod (the keygen pod's too), runc starts the broker as
-uid 1000 under the runtime's seccomp profile with every capability dropped, and that user writes the
-volumes the entrypoint and Flux write (fsGroup), /dev/shm included."""
+"""securityProfile restricted in a namespace that enforces Pod Security's restricted level, under a real
+`pulumi up` and judged by the real API server's PodSecurity admission, with the pods in real
+containers: the plain stack is refused by the program's dry run before anything is created; the
+restricted one is admitted (the keygen pod too), its one-shot Job completes, and in a persistent one
+runc starts the broker as uid 1000 under the runtime's seccomp profile with every capability dropped,
+and that user writes the volumes the entrypoint and Flux write (fsGroup), /dev/shm included."""
 
 from __future__ import annotations
 
@@ -15,6 +17,29 @@ from tests.realengine.node.stacks import StackOnRealNode
 
 ENFORCED = {"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
 pytestmark = pytest.mark.namespace_labels(ENFORCED)
+
+
+def test_the_plain_stack_is_refused_before_anything_is_created(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    cluster = stack_on_real_node("dev", **example("dev"))
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    said = refused.stdout
+    assert f"an admission policy of namespace {cluster.namespace!r} refuses the broker pods" in said
+    assert 'violates PodSecurity "restricted:latest"' in said
+    assert "minicluster:securityProfile restricted makes every pod" in said
+    assert cluster.left() == {}
+    assert set(cluster.stack.resource_types()) <= {"pulumi:pulumi:Stack"}
+
+
+def test_the_restricted_one_shot_stack_is_admitted_and_its_job_completes(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    cluster = stack_on_real_node("dev", **{**example("dev"), "size": 2, "tasks": 2}, securityProfile="restricted")
+    cluster.stack.up()
+    assert cluster.condition("Complete") == "True"
+    assert sorted(pod.status.phase for pod in cluster.pods()) == ["Succeeded"] * 2
 
 
 @pytest.fixture

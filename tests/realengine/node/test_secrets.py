@@ -1,6 +1,8 @@
-"""Secret config under the real Pulumi engine: a value set with `pulumi config set --secret` and the
-certificate's secret key are, after a real `pulumi up`, in no file of the state in plain text, in no
-object on the API server but their own Secret, in no output and in nothing the CLI printed."""
+"""Secret config under the real Pulumi engine, the pods in real containers: a value set with `pulumi
+config set --secret` and the certificate's secret key (from the keygen pod) are, after a real `pulumi
+up`, in no file of the state in plain text, in no object on the API server but their own Secret, in no
+output and in nothing the CLI printed; the value reaches the brokers' environment through the
+kubelet's secretKeyRef."""
 
 from __future__ import annotations
 
@@ -14,10 +16,10 @@ import pytest
 from kubernetes import client
 
 from tests.harness import example
-from tests.realengine.pulumi_stack import StackOnNode
+from tests.realengine.node.stacks import StackOnRealNode
 
 
-def holders(cluster: StackOnNode, text: str) -> list[str]:
+def holders(cluster: StackOnRealNode, text: str) -> list[str]:
     """Every object of the namespace whose JSON holds `text`, a Secret's data decoded, as `kind/name`."""
     core, batch = client.CoreV1Api(cluster.admin), client.BatchV1Api(cluster.admin)
     listings: dict[str, Any] = {
@@ -37,17 +39,17 @@ def holders(cluster: StackOnNode, text: str) -> list[str]:
 
 
 @pytest.fixture
-def deployed(stack_on_node: Callable[..., StackOnNode]) -> tuple[StackOnNode, str, str]:
+def deployed(stack_on_real_node: Callable[..., StackOnRealNode]) -> tuple[StackOnRealNode, str, str]:
     """The dev stack with a secret environment value, after `pulumi up`: the stack, the value, and what
     the CLI printed."""
-    cluster = stack_on_node("dev", **example("dev"), keygen="local")
+    cluster = stack_on_real_node("dev", **example("dev"))
     token = secrets.token_hex(16)
     cluster.stack.set_secret("minicluster:environment.API_TOKEN", token)
     printed = cluster.stack.up()
     return cluster, token, printed.stdout + printed.stderr
 
 
-def test_a_secret_config_value_is_held_by_its_secret_alone(deployed: tuple[StackOnNode, str, str]) -> None:
+def test_a_secret_config_value_is_held_by_its_secret_alone(deployed: tuple[StackOnRealNode, str, str]) -> None:
     cluster, token, _ = deployed
     (holder,) = holders(cluster, token)
     assert holder.startswith("Secret/dev-config-secret-")
@@ -57,7 +59,7 @@ def test_a_secret_config_value_is_held_by_its_secret_alone(deployed: tuple[Stack
 
 
 def test_a_secret_config_value_is_not_in_the_state_the_outputs_or_the_cli_output(
-    deployed: tuple[StackOnNode, str, str],
+    deployed: tuple[StackOnRealNode, str, str],
 ) -> None:
     cluster, token, printed = deployed
     assert token not in cluster.stack.state_text()
@@ -66,7 +68,7 @@ def test_a_secret_config_value_is_not_in_the_state_the_outputs_or_the_cli_output
 
 
 def test_the_certificates_secret_key_is_in_its_secret_alone_and_not_in_the_state(
-    deployed: tuple[StackOnNode, str, str],
+    deployed: tuple[StackOnRealNode, str, str],
 ) -> None:
     cluster, _, printed = deployed
     core = client.CoreV1Api(cluster.admin)
@@ -76,3 +78,13 @@ def test_the_certificates_secret_key_is_in_its_secret_alone_and_not_in_the_state
     (secret_key,) = [line.split('"')[1] for line in certificate.splitlines() if "secret-key" in line]
     assert holders(cluster, secret_key) == [f"Secret/{curve.metadata.name}"]
     assert secret_key not in cluster.stack.state_text() + json.dumps(cluster.stack.outputs()) + printed
+
+
+def test_a_secret_value_reaches_the_brokers_environment(stack_on_real_node: Callable[..., StackOnRealNode]) -> None:
+    cluster = stack_on_real_node("interactive", **{**example("interactive"), "size": 2})
+    token = secrets.token_hex(16)
+    cluster.stack.set_secret("minicluster:environment.API_TOKEN", token)
+    cluster.stack.up()
+    assert [cluster.exec(rank, "printenv", "API_TOKEN").strip() for rank in (0, 1)] == [token, token]
+    (holder,) = holders(cluster, token)
+    assert holder.startswith("Secret/interactive-config-secret-")

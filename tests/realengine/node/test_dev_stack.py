@@ -1,0 +1,60 @@
+"""The dev stack under the real Pulumi engine, its pods in real containers on the real node: `pulumi up`
+makes the certificate in a keygen pod (read over the real exec API), creates the MiniCluster on the real
+control plane and returns once the real Job controller has marked the Job complete; the outputs name
+what was created; `pulumi destroy` leaves nothing behind. What the brokers did (rank 0's command on
+every node) needs real Flux: marked realflux. The README's own command: test_readme_main_command.py."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.harness import example
+from tests.realengine.node.stacks import StackOnRealNode
+
+
+@pytest.fixture
+def dev(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
+    return stack_on_real_node("dev", **example("dev"))  # as it is: the certificate from a keygen pod
+
+
+def test_pulumi_up_returns_once_the_dev_stacks_job_completed(dev: StackOnRealNode) -> None:
+    dev.stack.up()
+    assert dev.condition("Complete") == "True"
+    assert sorted(pod.status.phase for pod in dev.pods()) == ["Succeeded"] * 4
+
+
+@pytest.mark.realflux
+def test_the_dev_stacks_command_ran_on_every_broker(dev: StackOnRealNode) -> None:
+    dev.stack.up()
+    hostnames = [line for line in dev.log(0).splitlines() if line.startswith("dev-")]
+    assert sorted(hostnames) == ["dev-0", "dev-1", "dev-2", "dev-3"]
+
+
+def test_the_outputs_name_what_pulumi_up_created(dev: StackOnRealNode) -> None:
+    dev.stack.up()
+    outputs = dev.stack.outputs()
+    assert (outputs["jobName"], outputs["namespace"], outputs["size"]) == (dev.job().metadata.name, dev.namespace, 4)
+    service: Any = client.CoreV1Api(dev.admin).read_namespaced_service(outputs["serviceName"], dev.namespace)
+    assert service.spec.cluster_ip == "None"  # the headless Service the pods' hostnames live under
+    rank0: Any = client.CoreV1Api(dev.admin).read_namespaced_pod(dev.pod_name(0), dev.namespace)
+    assert outputs["rank0Hostname"] == rank0.spec.hostname  # Flux's name of rank 0, the pod's hostname
+    # logsCommand selects rank 0's pod, and its container (the Flux broker's, the only one)
+    words = outputs["logsCommand"].split()
+    (container,) = dev.job().spec.template.spec.containers
+    assert words[:3] == ["kubectl", "logs", "-f"] and words[words.index("-c") + 1] == container.name
+    selected: Any = client.CoreV1Api(dev.admin).list_namespaced_pod(
+        dev.namespace, label_selector=words[words.index("-l") + 1]
+    )
+    assert [pod.metadata.name for pod in selected.items] == [dev.pod_name(0)]
+
+
+def test_pulumi_destroy_leaves_nothing_in_the_namespace_or_the_state(dev: StackOnRealNode) -> None:
+    dev.stack.up()
+    assert dev.left()["jobs"] == ["dev"]
+    dev.stack.destroy()
+    assert dev.left() == {}
+    assert dev.stack.resource_types() == []
