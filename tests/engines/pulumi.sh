@@ -62,6 +62,17 @@ language_host() {
       github.com/pulumi/pulumi/sdk/v3/python/cmd/pulumi-language-python)
 }
 
+# The Node.js and Go language hosts, for the component package's TypeScript and Go examples. Their own
+# modules are not served; their last releases as packages of the SDK module are (versions.py).
+sdk_host() {
+  local name=$1 version=$2 package=$3
+  [[ -x $cli_bin/$name ]] && return
+  echo "== the language host $name $version"
+  wrapper "$MC_ENGINES/build/$name-$version" "github.com/pulumi/pulumi/sdk/v3 v$version" "$package"
+  (cd "$MC_ENGINES/build/$name-$version" &&
+    go build -trimpath -ldflags "-X $version_flag=v$version" -o "$cli_bin/$name" "$package")
+}
+
 # Pulumi YAML's host, for the component package's YAML example: a process of its own, built with the
 # pkg/v3 its release asks for (its code does not build against the CLI's newer one).
 yaml_host() {
@@ -109,6 +120,8 @@ provider() {
 command -v go >/dev/null || { echo "pulumi.sh: Go is needed to build the engines" >&2 && exit 1; }
 cli
 language_host
+sdk_host pulumi-language-nodejs "$PULUMI_NODEJS_HOST" github.com/pulumi/pulumi/sdk/v3/nodejs/cmd/pulumi-language-nodejs
+sdk_host pulumi-language-go "$PULUMI_GO_HOST" github.com/pulumi/pulumi/sdk/v3/go/pulumi-language-go
 yaml_host
 sdkgen
 provider

@@ -26,6 +26,17 @@ PULUMI_PYTHON_HOST = "3.79.0"
 by the Go module proxy at any version; until 3.79.0 it was a package of github.com/pulumi/pulumi/sdk/v3,
 which is. It only starts pulumi-language-python-exec, which comes from the SDK of PULUMI."""
 
+PULUMI_NODEJS_HOST = "3.68.0"
+"""The Node.js language host, pulumi-language-nodejs, for examples/typescript: like the Python host, its
+own module is not served; its last release as a package of github.com/pulumi/pulumi/sdk/v3 is. It has
+no GeneratePackage, so `pulumi package add` cannot make the SDK with it (tests/engines/sdkgen does)."""
+
+PULUMI_NODE_SDK = "3.248.0"
+"""@pulumi/pulumi for examples/typescript: the last release that declares Node.js 20, this machine's."""
+
+PULUMI_GO_HOST = "3.66.0"
+"""The Go language host, pulumi-language-go, for examples/go: its last release inside sdk/v3."""
+
 PULUMI_YAML = "1.25.0"
 """The Pulumi YAML language host, pulumi-language-yaml (github.com/pulumi/pulumi-yaml): it runs the
 component package's YAML example (examples/yaml)."""
@@ -79,7 +90,7 @@ def not_built(engine: str, wanted: list[Path]) -> str | None:
 def shell() -> str:
     values = {
         "KUBERNETES": KUBERNETES, "PULUMI": PULUMI, "PULUMI_PYTHON_HOST": PULUMI_PYTHON_HOST,
-        "PULUMI_YAML": PULUMI_YAML, "RUNC": RUNC, "CONTAINERD": CONTAINERD, "CNI_PLUGINS": CNI_PLUGINS,
+        "PULUMI_YAML": PULUMI_YAML, "PULUMI_NODEJS_HOST": PULUMI_NODEJS_HOST, "PULUMI_GO_HOST": PULUMI_GO_HOST, "RUNC": RUNC, "CONTAINERD": CONTAINERD, "CNI_PLUGINS": CNI_PLUGINS,
         "COREDNS": COREDNS, "NODE_BIN": str(NODE_BIN),
         "PULUMI_KUBERNETES": PULUMI_KUBERNETES, "PROVIDER_MODULE": PROVIDER_MODULES.get(PULUMI_KUBERNETES, ""),
     }  # fmt: skip

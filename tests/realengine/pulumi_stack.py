@@ -74,15 +74,19 @@ class Stack:
     keys as they are), deployed to the cluster of `plane`."""
 
     def __init__(
-        self, plane: ControlPlane, directory: Path, name: str, config: dict[str, Any], program: str | None = None
-    ) -> None:
-        """`program`: the text of another project's Pulumi.yaml (an example's) instead of this project."""
+        self, plane: ControlPlane, directory: Path, name: str, config: dict[str, Any], program: str | None = None,
+        project: Path | None = None,
+    ) -> None:  # fmt: skip
+        """`program`: the text of another project's Pulumi.yaml (an example's) instead of this project.
+        `project`: another project's folder as it is (a TypeScript or Go example's)."""
         self.name, self.directory = name, directory
-        self.project = directory / "project"
+        self.project = project or directory / "project"
         self.state = directory / "state"
         for folder in (self.project, self.state, directory / "home"):
             folder.mkdir(parents=True, exist_ok=True)
-        if program is None:
+        if project is not None:
+            pass
+        elif program is None:
             for file in PROJECT_FILES:
                 (self.project / file).symlink_to(ROOT / file)
             (self.project / "venv").symlink_to(Path(sys.prefix))

@@ -1,6 +1,6 @@
 """examples/go against the SDK a Go program gets from `pulumi package add` (generated_sdk.py; the Go
-language host is not served by the Go module proxy, docs/development.md), put where `package add` puts
-it and built by Go. The program itself does not run here, for want of that host."""
+language host built here cannot generate it, docs/development.md), put where `package add` puts
+it and built by Go. The program runs for real in node/test_go_program.py."""
 
 from __future__ import annotations
 

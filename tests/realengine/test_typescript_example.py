@@ -1,7 +1,7 @@
 """examples/typescript against the SDK a TypeScript program gets from `pulumi package add`
-(generated_sdk.py; the Node.js language host that runs the generator for `package add` cannot be built
-here, docs/development.md), linked into the example as `package add` links it, installed from the npm
-registry, and compiled by TypeScript. The program itself does not run here, for want of that host."""
+(generated_sdk.py; the Node.js language host built here has no GeneratePackage for `package add` to
+call, docs/development.md), linked into the example as `package add` links it, installed from the npm
+registry, and compiled by TypeScript. The program runs for real in node/test_typescript_program.py."""
 
 from __future__ import annotations
 

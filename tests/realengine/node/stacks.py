@@ -21,12 +21,18 @@ class StackOnRealNode(StackOnNode):
     whose pods the real kubelet runs."""
 
     def __init__(
-        self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, name: str, config: dict[str, Any]
-    ) -> None:
+        self, admin: client.ApiClient, plane: ControlPlane, namespace: str, tmp: Path, name: str,
+        config: dict[str, Any], project: Path | None = None,
+    ) -> None:  # fmt: skip
+        """`project`: another project's folder (an example in another language) whose program declares
+        the MiniCluster `name` with the properties `config`; its stack is `dev`, with no config."""
         config = {**config, "namespace": namespace}
         self.spec: MiniClusterSpec = load_spec({f"minicluster:{key}": value for key, value in config.items()}, name)
         self.namespace, self.admin = namespace, admin
-        self.stack = Stack(plane, tmp / "stack", name, config)
+        if project is None:
+            self.stack = Stack(plane, tmp / "stack", name, config)
+        else:
+            self.stack = Stack(plane, tmp / "stack", "dev", {}, project=project)
 
     @property
     def name(self) -> str:
