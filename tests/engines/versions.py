@@ -90,8 +90,9 @@ def not_built(engine: str, wanted: list[Path]) -> str | None:
 def shell() -> str:
     values = {
         "KUBERNETES": KUBERNETES, "PULUMI": PULUMI, "PULUMI_PYTHON_HOST": PULUMI_PYTHON_HOST,
-        "PULUMI_YAML": PULUMI_YAML, "PULUMI_NODEJS_HOST": PULUMI_NODEJS_HOST, "PULUMI_GO_HOST": PULUMI_GO_HOST, "RUNC": RUNC, "CONTAINERD": CONTAINERD, "CNI_PLUGINS": CNI_PLUGINS,
-        "COREDNS": COREDNS, "NODE_BIN": str(NODE_BIN),
+        "PULUMI_YAML": PULUMI_YAML, "PULUMI_NODEJS_HOST": PULUMI_NODEJS_HOST, "PULUMI_GO_HOST": PULUMI_GO_HOST,
+        "RUNC": RUNC, "CONTAINERD": CONTAINERD, "CNI_PLUGINS": CNI_PLUGINS, "COREDNS": COREDNS,
+        "NODE_BIN": str(NODE_BIN),
         "PULUMI_KUBERNETES": PULUMI_KUBERNETES, "PROVIDER_MODULE": PROVIDER_MODULES.get(PULUMI_KUBERNETES, ""),
     }  # fmt: skip
     return "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items())
