@@ -3,10 +3,10 @@
 plane (its real Job controller makes the replacement) and the real node (real containers), with real
 Flux: a MiniCluster of 2 brokers with a state volume (a hostPath in a folder of this run's, pinned to
 the node), one job holding every node and two queued behind it; then rank 0's pod is evicted through
-the Eviction API. Each step is timed from the eviction by what a watch on the pods saw (the API's own
-times have whole seconds): the old pod terminating, its broker container ended, the pod Failed, the
-replacement created, scheduled, its broker container running, Ready; and the first queued job's own
-start (it prints its time). Printed as a table of medians over the runs.
+the Eviction API (or, with --how delete, deleted). Each step is timed from then by what a watch on the
+pods saw (the API's own times have whole seconds): the old pod terminating, its broker container
+ended, the pod Failed, the replacement created, scheduled, its broker container running, Ready; and
+the first queued job's own start (it prints its time). Printed as a table of medians over the runs.
 
     MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --runs 3
 
@@ -117,18 +117,29 @@ def until(what: str, check: Any, timeout: float = 120) -> Any:
     return found
 
 
-def one_run(plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path) -> dict[str, float]:
+def one_run(
+    plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path, policy: str, how: str
+) -> dict[str, float]:
     namespace = f"bench-{secrets.token_hex(4)}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     try:
         keys = {**example("interactive"), "size": 2, "namespace": namespace, "keygen": "local",
                 "stateVolume": {"hostPath": str(folder / namespace), "checkpointPeriod": "1s"},
-                "pod": {"nodeSelector": {"kubernetes.io/hostname": node}}}  # fmt: skip
+                "pod": {"nodeSelector": {"kubernetes.io/hostname": node}},
+                # A deletion is a failure that counts (docs/lost-pods.md): a Job that survives one.
+                **({"backoffLimit": 3} if how == "delete" else {})}  # fmt: skip
         stack = folder / "Pulumi.bench.yaml"
         stack.write_text(yaml.safe_dump({"config": {f"minicluster:{k}": v for k, v in keys.items()}}))
         rendered = subprocess.run([sys.executable, str(ROOT / "scripts" / "render.py"), "--config", str(stack),
                                    "--show-secrets"], check=True, capture_output=True, text=True).stdout  # fmt: skip
-        (folder / "objects.yaml").write_text(rendered)
+        objects = list(yaml.safe_load_all(rendered))
+        for obj in objects:
+            if obj and obj["kind"] == "Job" and policy:  # another replacement policy, to compare
+                obj["spec"]["podReplacementPolicy"] = policy
+                if policy != "Failed":  # the API server allows only Failed with a podFailurePolicy
+                    obj["spec"].pop("podFailurePolicy", None)
+                    obj["spec"]["backoffLimit"] = 3  # so the disruption, counted now, does not fail the Job
+        (folder / "objects.yaml").write_text(yaml.safe_dump_all(objects))
         kubectl = [str(KUBERNETES_BIN / "kubectl"), f"--kubeconfig={plane.kubeconfig}"]
         subprocess.run([*kubectl, "apply", "-f", str(folder / "objects.yaml")], check=True, capture_output=True)
         old = until("ready rank 0", lambda: (p := rank0_pod(core, namespace)) and ready(p) and p)
@@ -142,8 +153,11 @@ def one_run(plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path
         watcher.rank0 = name
         time.sleep(0.5)
         evicted = time.time()
-        core.create_namespaced_pod_eviction(name, namespace, client.V1Eviction(
-            metadata=client.V1ObjectMeta(name=name, namespace=namespace)))  # fmt: skip
+        if how == "delete":
+            core.delete_namespaced_pod(name, namespace)
+        else:
+            eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
+            core.create_namespaced_pod_eviction(name, namespace, eviction)
         new = until("a new ready rank 0", lambda: (p := rank0_pod(core, namespace)) and p.metadata.name != name
                     and ready(p) and p)  # fmt: skip
         # Blocks until the first queued job has run in the restarted instance: it prints when it started.
@@ -158,6 +172,10 @@ def one_run(plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--how", choices=("evict", "delete"), default="evict", help="the Eviction API, or a deletion")
+    parser.add_argument(
+        "--replacement-policy", default="", help="the Job's podReplacementPolicy instead of the builder's"
+    )
     args = parser.parse_args()
     plane = ControlPlane.attach(Path(os.environ["MC_CONTROL_PLANE"]))
     node = yaml.safe_load((Path(os.environ["MC_NODE"]) / NODE_STATE).read_text())["name"]
@@ -165,7 +183,7 @@ def main() -> int:
     runs = []
     with tempfile.TemporaryDirectory() as directory:
         for index in range(args.runs):
-            runs.append(one_run(plane, core, node, Path(directory)))
+            runs.append(one_run(plane, core, node, Path(directory), args.replacement_policy, args.how))
             print(f"run {index + 1}: " + ", ".join(f"{step} {at:.2f}s" for step, at in runs[-1].items()), flush=True)
     print("| step | seen after the eviction (s, median) |\n| --- | ---: |")
     for step in STEPS:
