@@ -40,7 +40,9 @@ class HostChanges:
         self.relays: list[Relay] = []
 
     def add_address(self, address: str) -> None:
-        ip("address", "add", f"{address}/32", "dev", "lo")
+        """`address` on the loopback; one a node killed before its stop left there is taken over."""
+        if address not in loopback_addresses():
+            ip("address", "add", f"{address}/32", "dev", "lo")
         self.addresses.append(address)
 
     def relay(self, address: str, port: int, target: tuple[str, int]) -> None:
@@ -60,6 +62,21 @@ class HostChanges:
             shutil.rmtree(path, ignore_errors=True)
         for hierarchy in CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else []:
             _remove_cgroup(hierarchy / "kubepods")
+
+    def left_behind(self) -> list[str]:
+        """What of the node's changes is still there after `restore`: nothing, when all went well."""
+        left = [f"{address} on lo" for address in self.addresses if address in loopback_addresses()]
+        now = {name: (Path("/proc/sys") / name).read_text() for name in self.sysctls}
+        left += [f"{name} is {now[name].strip()}, not {value.strip()}" for name, value in self.sysctls.items()
+                 if now[name] != value]  # fmt: skip
+        left += [str(path) for path in self.absent if path.exists()]
+        hierarchies = CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else iter(())
+        return left + [str(h / "kubepods") for h in hierarchies if (h / "kubepods").is_dir()]
+
+
+def loopback_addresses() -> list[str]:
+    shown = subprocess.run(["ip", "-o", "-4", "address", "show", "dev", "lo"], capture_output=True, text=True).stdout
+    return [line.split()[3].split("/")[0] for line in shown.splitlines()]
 
 
 def unmount_under(path: Path) -> None:
