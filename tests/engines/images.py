@@ -25,16 +25,9 @@ import subprocess
 import tarfile
 from pathlib import Path
 
-try:
-    from tests.engines.versions import ENGINES, NODE_BIN, ROOT
-except ModuleNotFoundError:  # run as a script, where its own folder is on the path
-    from versions import ENGINES, NODE_BIN, ROOT  # type: ignore[no-redef,import-not-found]
+from tests.engines.versions import ENGINES, NODE_BIN, ROOT
+from tests.kubelet.image import FLUX_PREFIX, IMAGE_FLUX_BIN, IMAGE_PATH, STANDINS, real, standin_flux
 
-FLUX_PREFIX = Path(os.environ.get("MC_FLUX_PREFIX", "/opt/flux"))
-"""Where flux-core is installed on this machine, if it is (the same setting as tests/kubelet/image.py)."""
-IMAGE_FLUX_BIN = "/opt/flux/bin"
-IMAGE_PATH = f"{IMAGE_FLUX_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-STANDINS = ROOT / "tests" / "standins"
 SUITE = "bookworm"
 BASE_PACKAGES = ("python3",)
 """The pods' scripts need bash, coreutils, util-linux (every Debian root has them) and Python 3."""
@@ -47,10 +40,6 @@ LAYER = "application/vnd.oci.image.layer.v1.tar"
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 NAME_ANNOTATION = "io.containerd.image.name"
 IMAGE_LINE = re.compile(r"^\s*(?:-\s*)?(?:minicluster:)?image:\s*['\"]?([^'\"\s#]+)", re.MULTILINE)
-
-
-def real_flux() -> bool:
-    return (FLUX_PREFIX / "bin" / "flux").exists()
 
 
 def image_names() -> list[str]:
@@ -127,7 +116,7 @@ def flux_layer() -> bytes:
     the stand-in in instance mode."""
     layer = io.BytesIO()
     with tarfile.open(fileobj=layer, mode="w") as tar:
-        if real_flux():
+        if real():
             tar.add(FLUX_PREFIX, arcname=str(FLUX_PREFIX).lstrip("/"))
             if Path(IMAGE_FLUX_BIN).parent != FLUX_PREFIX:
                 _symlink(tar, IMAGE_FLUX_BIN, str(FLUX_PREFIX / "bin"))
@@ -135,8 +124,7 @@ def flux_layer() -> bytes:
             _directory(tar, IMAGE_FLUX_BIN)
             tar.add(STANDINS / "flux_broker.py", arcname=f"{IMAGE_FLUX_BIN.lstrip('/')}/flux_broker.py")
             tar.add(STANDINS / "flux", arcname=f"{IMAGE_FLUX_BIN.lstrip('/')}/standin-flux")
-            wrapper = f'#!/bin/sh\nexec env STANDIN_INSTANCE=1 /usr/bin/python3 {IMAGE_FLUX_BIN}/standin-flux "$@"\n'
-            _file(tar, f"{IMAGE_FLUX_BIN}/flux", wrapper.encode(), 0o755)
+            _file(tar, f"{IMAGE_FLUX_BIN}/flux", standin_flux().encode(), 0o755)
     return layer.getvalue()
 
 
@@ -224,7 +212,7 @@ class OciLayout:
 
 def build(folder: Path) -> list[str]:
     """The node's images as an OCI layout in `folder` (made anew); returns the names it holds."""
-    packages = sorted({*BASE_PACKAGES, *(flux_packages() if real_flux() else [])})
+    packages = sorted({*BASE_PACKAGES, *(flux_packages() if real() else [])})
     root = debian_root(packages)
     names = image_names()
     shutil.rmtree(folder, ignore_errors=True)

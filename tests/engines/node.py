@@ -28,19 +28,14 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-try:
-    from tests.engines import images, node_files
-    from tests.engines.control_plane import SERVICE_HOST, STATE, ControlPlane
-    from tests.engines.node_host import HostChanges, unmount_under
-    from tests.engines.registry import Registry
-    from tests.engines.versions import NODE_BIN, not_built
-except ModuleNotFoundError:  # run as a script (.ci/run), where its own folder is on the path
-    import images  # type: ignore[no-redef,import-not-found]
-    import node_files  # type: ignore[no-redef,import-not-found]
-    from control_plane import SERVICE_HOST, STATE, ControlPlane  # type: ignore[no-redef,import-not-found]
-    from node_host import HostChanges, unmount_under  # type: ignore[no-redef,import-not-found]
-    from registry import Registry  # type: ignore[no-redef,import-not-found]
-    from versions import NODE_BIN, not_built  # type: ignore[no-redef,import-not-found]
+if not __package__:  # run as a script (.ci/run): the checkout's root on the path, as under pytest
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from tests.engines import images, node_files
+from tests.engines.control_plane import SERVICE_HOST, STATE, ControlPlane
+from tests.engines.node_host import HostChanges, unmount_under
+from tests.engines.registry import Registry
+from tests.engines.versions import NODE_BIN, not_built
 
 PROGRAMS = ("containerd", "containerd-shim-runc-v2", "ctr", "runc", "kubelet", "coredns", "pause", "cni/bridge")
 START_TIMEOUT = 120

@@ -11,12 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-try:
-    from tests.engines.images import SANDBOX
-    from tests.engines.versions import NODE_BIN
-except ModuleNotFoundError:  # run as a script, where its own folder is on the path
-    from images import SANDBOX  # type: ignore[no-redef,import-not-found]
-    from versions import NODE_BIN  # type: ignore[no-redef,import-not-found]
+from tests.engines.images import SANDBOX
+from tests.engines.versions import NODE_BIN
 
 NODE_NAME = "minicluster-node"
 NODE_ADDRESS = "10.87.0.1"

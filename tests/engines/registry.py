@@ -19,10 +19,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
-try:
-    from tests.engines.images import NAME_ANNOTATION
-except ModuleNotFoundError:  # run as a script, where its own folder is on the path
-    from images import NAME_ANNOTATION  # type: ignore[no-redef,import-not-found]
+from tests.engines.images import NAME_ANNOTATION
 
 ROUTE = re.compile(r"^/v2/(?P<repository>.+)/(?P<kind>manifests|blobs)/(?P<reference>[^/]+)$")
 

@@ -56,6 +56,12 @@ def flux_mounts() -> list[str]:
     return [] if source == Path(IMAGE_FLUX_BIN) else ["--mount", str(source), IMAGE_FLUX_BIN, "ro"]
 
 
+def standin_flux() -> str:
+    """The image's `flux` where flux-core is not installed: the stand-in beside it (`standin-flux`, with
+    flux_broker.py), in instance mode."""
+    return f'#!/bin/sh\nexec env STANDIN_INSTANCE=1 {STANDIN_PYTHON} {IMAGE_FLUX_BIN}/standin-flux "$@"\n'
+
+
 @functools.cache
 def _standin_bin() -> Path:
     """The stand-in `flux` as the image's, in instance mode (its broker and keygen: flux_broker.py), in a
@@ -64,9 +70,7 @@ def _standin_bin() -> Path:
     atexit.register(shutil.rmtree, folder, ignore_errors=True)
     shutil.copy(STANDINS / "flux_broker.py", folder / "flux_broker.py")
     shutil.copy(STANDINS / "flux", folder / "standin-flux")
-    (folder / "flux").write_text(
-        f'#!/bin/sh\nexec env STANDIN_INSTANCE=1 {STANDIN_PYTHON} {IMAGE_FLUX_BIN}/standin-flux "$@"\n'
-    )
+    (folder / "flux").write_text(standin_flux())
     for path in (folder, *folder.iterdir()):
         path.chmod(0o755)
     return folder
