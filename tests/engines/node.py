@@ -33,7 +33,7 @@ if not __package__:  # run as a script (.ci/run): the checkout's root on the pat
 
 from tests.engines import images, node_files
 from tests.engines.control_plane import SERVICE_HOST, STATE, ControlPlane
-from tests.engines.node_host import HostChanges, unmount_under
+from tests.engines.node_host import HostChanges, end_orphans, end_pods, kill_shims, unmount_under
 from tests.engines.registry import Registry
 from tests.engines.versions import NODE_BIN, not_built
 
@@ -61,6 +61,7 @@ class RealNode:
         directory.mkdir(parents=True, exist_ok=True)
         self.socket = directory / "containerd" / "containerd.sock"
         try:
+            end_orphans()
             self._files()
             self.host.add_address(node_files.NODE_ADDRESS)
             self.host.add_address(SERVICE_HOST)
@@ -70,6 +71,7 @@ class RealNode:
             self._start("coredns", "-conf", str(directory / "Corefile"))
             self._kubelet()
             self._ready()
+            self.host.mark()
         except BaseException:
             self.stop()
             raise
@@ -173,7 +175,8 @@ class RealNode:
                 subprocess.run([str(NODE_BIN / "ctr"), "--address", str(self.socket), "-n", "k8s.io", "tasks", "kill",
                                 "--signal", "SIGKILL", task], capture_output=True)  # fmt: skip
             _terminate(self.processes["containerd"])
-        _kill_shims(self.socket)
+        kill_shims(self.socket)
+        end_pods()  # a container its shim's end did not take with it
         if self.registry is not None:
             self.registry.close()
         subprocess.run(["ip", "link", "delete", node_files.BRIDGE], capture_output=True)
@@ -213,22 +216,6 @@ def _terminate(process: subprocess.Popen[bytes] | None) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout=5)
-
-
-def _kill_shims(socket: Path) -> None:
-    """The shims of this node's containerd outlive it (that is their job): end them and their pods."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"containerd-shim-runc-v2") and str(socket).encode() in argv:
-            try:
-                os.killpg(int(proc.name), signal.SIGKILL)
-            except OSError:
-                os.kill(int(proc.name), signal.SIGKILL)
 
 
 def serve(directory: Path, plane_directory: Path) -> None:

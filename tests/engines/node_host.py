@@ -2,18 +2,22 @@
 the loopback (the node's, the `kubernetes` Service's), the kernel settings the kubelet sets and cannot be
 told not to, the paths programs write outside any folder they are given, the cgroups the kubelet makes;
 and the relay that carries the `kubernetes` Service's address to the API server (this machine has no
-kube-proxy, iptables or nftables). Standard library only.
+kube-proxy, iptables or nftables); and the end of what a killed node left running. Standard library only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import select
 import shutil
+import signal
 import socket
 import subprocess
 import threading
 from pathlib import Path
+
+from tests.engines.versions import NODE_BIN
 
 SYSCTLS = ("vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops")
 """What the kubelet sets (its defaults for a node), saved before it starts and restored after."""
@@ -24,6 +28,9 @@ FIXED_PATHS = (
 """Paths containerd, the shims, the kubelet and the CNI plugins write whatever they are told: removed
 at the end if the node made them (one that was there before is left as it was)."""
 CGROUP_ROOT = Path("/sys/fs/cgroup")
+MARK = ".made-by-minicluster-node"
+"""Left in each fixed path the node made, so that a node killed before its stop is known by the next
+one: what it made counts as made by the next, which removes it at its own stop."""
 
 
 def ip(*args: str) -> None:
@@ -35,7 +42,7 @@ class HostChanges:
 
     def __init__(self) -> None:
         self.sysctls = {name: (Path("/proc/sys") / name).read_text() for name in SYSCTLS}
-        self.absent = [path for path in FIXED_PATHS if not path.exists()]
+        self.absent = [path for path in FIXED_PATHS if not path.exists() or (path / MARK).exists()]
         self.addresses: list[str] = []
         self.relays: list[Relay] = []
 
@@ -44,6 +51,12 @@ class HostChanges:
         if address not in loopback_addresses():
             ip("address", "add", f"{address}/32", "dev", "lo")
         self.addresses.append(address)
+
+    def mark(self) -> None:
+        """Mark the fixed paths the node made (MARK), once its programs have made them."""
+        for path in self.absent:
+            if path.is_dir():
+                (path / MARK).touch()
 
     def relay(self, address: str, port: int, target: tuple[str, int]) -> None:
         self.relays.append(Relay((address, port), target))
@@ -84,6 +97,15 @@ def unmount_under(path: Path) -> None:
     mounted = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
     for point in sorted((m for m in mounted if m == str(path) or m.startswith(f"{path}/")), reverse=True):
         subprocess.run(["umount", "-l", point], capture_output=True)
+
+
+def end_pods() -> None:
+    """SIGKILL every process in the kubelet's pod cgroups (kubepods, in each hierarchy)."""
+    for hierarchy in CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else []:
+        for procs in (hierarchy / "kubepods").rglob("cgroup.procs") if (hierarchy / "kubepods").is_dir() else []:
+            for pid in procs.read_text().split():
+                with contextlib.suppress(OSError):
+                    os.kill(int(pid), signal.SIGKILL)
 
 
 def _remove_cgroup(path: Path) -> None:
@@ -145,3 +167,50 @@ def both_ways(inside: socket.socket, outside: socket.socket, stopping: threading
                 data = b""
             if not data:
                 return
+
+
+def end_orphans() -> None:
+    """The programs of a node whose node.py was killed before its stop (their parent is gone) are ended;
+    a node whose node.py runs is one too many for this machine."""
+    for pid, argv, parent in _node_processes():
+        alive = False
+        with contextlib.suppress(OSError):
+            alive = b"tests/engines/node.py" in Path(f"/proc/{parent}/cmdline").read_bytes()
+        if alive and parent != os.getpid():
+            raise RuntimeError(
+                f"another real node runs on this machine (pid {pid}, {argv[0].decode()}): one per machine"
+            )
+    for pid, _, _ in _node_processes():
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    end_pods()  # what its containers ran
+
+
+def _node_processes() -> list[tuple[int, list[bytes], int]]:
+    """(pid, argv, parent pid) of every process running a program of NODE_BIN."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            parent = int((proc / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        if proc.name.isdigit() and argv and argv[0].startswith(str(NODE_BIN).encode()):
+            found.append((int(proc.name), argv, parent))
+    return found
+
+
+def kill_shims(socket: Path) -> None:
+    """The shims of this node's containerd outlive it (that is their job): end them and their pods."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"containerd-shim-runc-v2") and str(socket).encode() in argv:
+            try:
+                os.killpg(int(proc.name), signal.SIGKILL)
+            except OSError:
+                os.kill(int(proc.name), signal.SIGKILL)
