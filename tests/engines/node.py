@@ -56,12 +56,13 @@ class RealNode:
     def __init__(self, directory: Path, plane: ControlPlane) -> None:
         self.directory, self.plane = directory, plane
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        end_orphans()  # before anything of this node's: a refusal here must leave the running node alone
         self.host = HostChanges()
         self.registry: Registry | None = None
         directory.mkdir(parents=True, exist_ok=True)
         self.socket = directory / "containerd" / "containerd.sock"
         try:
-            end_orphans()
+            self.host.claim()
             self._files()
             self.host.add_address(node_files.NODE_ADDRESS)
             self.host.add_address(SERVICE_HOST)
@@ -71,7 +72,6 @@ class RealNode:
             self._start("coredns", "-conf", str(directory / "Corefile"))
             self._kubelet()
             self._ready()
-            self.host.mark()
         except BaseException:
             self.stop()
             raise

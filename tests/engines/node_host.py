@@ -23,10 +23,13 @@ SYSCTLS = ("vm/overcommit_memory", "kernel/panic", "kernel/panic_on_oops")
 """What the kubelet sets (its defaults for a node), saved before it starts and restored after."""
 FIXED_PATHS = (
     Path("/run/containerd"), Path("/var/lib/kubelet"), Path("/var/log/containers"), Path("/var/log/pods"),
-    Path("/var/lib/cni"), Path("/etc/cni"), Path("/opt/cni"), Path("/var/run/netns"),
+    Path("/var/lib/cni"), Path("/etc/cni"), Path("/opt/cni"),
 )  # fmt: skip
 """Paths containerd, the shims, the kubelet and the CNI plugins write whatever they are told: removed
 at the end if the node made them (one that was there before is left as it was)."""
+POD_NETNS = Path("/var/run/netns")
+"""Where containerd keeps the pods' network namespaces (cni-*), beside those of `ip netns` (the test
+kubelet's): the node removes its own only."""
 CGROUP_ROOT = Path("/sys/fs/cgroup")
 MARK = ".made-by-minicluster-node"
 """Left in each fixed path the node made, so that a node killed before its stop is known by the next
@@ -52,11 +55,12 @@ class HostChanges:
             ip("address", "add", f"{address}/32", "dev", "lo")
         self.addresses.append(address)
 
-    def mark(self) -> None:
-        """Mark the fixed paths the node made (MARK), once its programs have made them."""
+    def claim(self) -> None:
+        """Make the fixed paths that were not there, marked (MARK), before any program writes them: a
+        node killed later still leaves them known as the node's."""
         for path in self.absent:
-            if path.is_dir():
-                (path / MARK).touch()
+            path.mkdir(parents=True, exist_ok=True)
+            (path / MARK).touch()
 
     def relay(self, address: str, port: int, target: tuple[str, int]) -> None:
         self.relays.append(Relay((address, port), target))
@@ -75,6 +79,7 @@ class HostChanges:
             shutil.rmtree(path, ignore_errors=True)
         for hierarchy in CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else []:
             _remove_cgroup(hierarchy / "kubepods")
+        remove_pod_netns()
 
     def left_behind(self) -> list[str]:
         """What of the node's changes is still there after `restore`: nothing, when all went well."""
@@ -83,6 +88,7 @@ class HostChanges:
         left += [f"{name} is {now[name].strip()}, not {value.strip()}" for name, value in self.sysctls.items()
                  if now[name] != value]  # fmt: skip
         left += [str(path) for path in self.absent if path.exists()]
+        left += [str(netns) for netns in POD_NETNS.glob("cni-*")]
         hierarchies = CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else iter(())
         return left + [str(h / "kubepods") for h in hierarchies if (h / "kubepods").is_dir()]
 
@@ -94,9 +100,18 @@ def loopback_addresses() -> list[str]:
 
 def unmount_under(path: Path) -> None:
     """Unmount whatever is mounted at or under `path` (netns files, the kubelet's volumes), deepest first."""
+    path = path.resolve()  # as the mount table names it (/var/run is /run)
     mounted = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
     for point in sorted((m for m in mounted if m == str(path) or m.startswith(f"{path}/")), reverse=True):
         subprocess.run(["umount", "-l", point], capture_output=True)
+
+
+def remove_pod_netns() -> None:
+    """The pods' network namespaces containerd left (a killed node's, or a pod's its stop cut short)."""
+    for netns in POD_NETNS.glob("cni-*"):
+        unmount_under(netns)
+        with contextlib.suppress(OSError):  # still in use: left_behind says so
+            netns.unlink()
 
 
 def end_pods() -> None:
@@ -184,6 +199,7 @@ def end_orphans() -> None:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     end_pods()  # what its containers ran
+    remove_pod_netns()
 
 
 def _node_processes() -> list[tuple[int, list[bytes], int]]:
