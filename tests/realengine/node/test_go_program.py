@@ -1,7 +1,8 @@
 """examples/go run for real: the Go language host (versions.py) builds and runs the program with the SDK
 a Go program gets from `pulumi package add` (generated_sdk.py), against the component package's plugin;
 `pulumi up` until the Job completes on the real node, the outputs (one computed in Go) read back,
-`pulumi destroy` leaving nothing; a refused property reaches the user with nothing created."""
+`pulumi destroy` leaving nothing; a refused property (a size of 0, a mode outside the enum, which Go
+compiles) reaches the user with nothing created."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def go_program(
     """The example's stack `dev` in a folder of the test's own, its MiniCluster in the test's namespace,
     with the size `size`."""
 
-    def make(size: int = 4) -> StackOnRealNode:
+    def make(size: int = 4, field: str = "") -> StackOnRealNode:
+        """`field`: one more line of MiniClusterArgs, as Go source."""
         project = tmp_path / "project"
         shutil.copytree(built, project, dirs_exist_ok=True)
         text = (
@@ -61,7 +63,7 @@ def go_program(
         )
         text = text.replace(
             'Command: pulumi.String("hostname"),',
-            f'Command: pulumi.String("hostname"),\n\t\t\tNamespace: pulumi.String("{namespace}"),',
+            f'Command: pulumi.String("hostname"),\n\t\t\tNamespace: pulumi.String("{namespace}"),\n\t\t\t{field}',
         )
         (project / "main.go").write_text(text)
         properties: dict[str, Any] = {**PROPERTIES, "size": max(size, 1)}
@@ -92,4 +94,16 @@ def test_a_refused_property_reaches_the_go_user_and_nothing_is_created(
     refused = cluster.stack.up(check=False)
     assert refused.returncode != 0
     assert "size: Input should be greater than or equal to 1 (got 0)" in refused.stdout + refused.stderr
+    assert cluster.left() == {}
+
+
+def test_a_mode_outside_the_enum_compiles_in_go_and_is_refused_with_nothing_created(
+    go_program: Callable[..., StackOnRealNode],
+) -> None:
+    """Go's enums are strings with names: minicluster.Mode("sumbit") compiles, and the package refuses it."""
+    cluster = go_program(field='Mode: minicluster.Mode("sumbit"),')
+    refused = cluster.stack.up(check=False)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode != 0
+    assert "mode: Input should be 'submit', 'launcher', 'batch' or 'interactive' (got sumbit)" in said
     assert cluster.left() == {}
