@@ -95,9 +95,11 @@ class RealNode:
             start_new_session=True,
         )  # fmt: skip
 
-    def ctr(self, *argv: str, timeout: float = 300) -> str:
+    def ctr(self, *argv: str, timeout: float = 300, stdin: Any = None, check: bool = True) -> str:
+        """`ctr` on this node's containerd, in the namespace of the CRI (the kubelet's)."""
         command = [str(NODE_BIN / "ctr"), "--address", str(self.socket), "--namespace", "k8s.io", *argv]
-        return subprocess.run(command, check=True, capture_output=True, text=True, timeout=timeout).stdout
+        done = subprocess.run(command, stdin=stdin, check=check, capture_output=True, text=True, timeout=timeout)
+        return done.stdout
 
     def _containerd(self) -> None:
         self._start("containerd", "--config", str(self.directory / "containerd.toml"))
@@ -113,9 +115,7 @@ class RealNode:
         self.registry = Registry(layout, node_files.NODE_ADDRESS, node_files.REGISTRY_PORT)
         print(f"importing the node's images: {', '.join(names)}", flush=True)
         archive = subprocess.Popen(["tar", "-C", str(layout), "-cf", "-", "."], stdout=subprocess.PIPE)
-        command = [str(NODE_BIN / "ctr"), "--address", str(self.socket), "--namespace", "k8s.io", "images", "import",
-                   "--all-platforms", "-"]  # fmt: skip
-        subprocess.run(command, stdin=archive.stdout, check=True, capture_output=True, timeout=300)
+        self.ctr("images", "import", "--all-platforms", "-", stdin=archive.stdout)
         if archive.wait() != 0:
             raise RuntimeError(f"tar of {layout} failed")
 
@@ -172,8 +172,7 @@ class RealNode:
             _terminate(self.processes.get(name))
         if "containerd" in self.processes:
             for task in _lines(self.ctr, "tasks", "list", "--quiet"):
-                subprocess.run([str(NODE_BIN / "ctr"), "--address", str(self.socket), "-n", "k8s.io", "tasks", "kill",
-                                "--signal", "SIGKILL", task], capture_output=True)  # fmt: skip
+                self.ctr("tasks", "kill", "--signal", "SIGKILL", task, check=False)
             _terminate(self.processes["containerd"])
         kill_shims(self.socket)
         end_pods()  # a container its shim's end did not take with it

@@ -31,9 +31,10 @@ POD_NETNS = Path("/var/run/netns")
 """Where containerd keeps the pods' network namespaces (cni-*), beside those of `ip netns` (the test
 kubelet's): the node removes its own only."""
 CGROUP_ROOT = Path("/sys/fs/cgroup")
-MARK = ".made-by-minicluster-node"
-"""Left in each fixed path the node made, so that a node killed before its stop is known by the next
-one: what it made counts as made by the next, which removes it at its own stop."""
+CLAIMS = Path("/run/minicluster-node.claims")
+"""The fixed paths the node made, one a line, so that a node killed before its stop is known by the
+next one: what it made counts as made by the next, which removes it at its own stop. A file of its own
+rather than a mark in each path: the kubelet removes what it does not know from /var/log/pods."""
 
 
 def ip(*args: str) -> None:
@@ -45,7 +46,8 @@ class HostChanges:
 
     def __init__(self) -> None:
         self.sysctls = {name: (Path("/proc/sys") / name).read_text() for name in SYSCTLS}
-        self.absent = [path for path in FIXED_PATHS if not path.exists() or (path / MARK).exists()]
+        claimed = CLAIMS.read_text().splitlines() if CLAIMS.exists() else []
+        self.absent = [path for path in FIXED_PATHS if not path.exists() or str(path) in claimed]
         self.addresses: list[str] = []
         self.relays: list[Relay] = []
 
@@ -56,11 +58,9 @@ class HostChanges:
         self.addresses.append(address)
 
     def claim(self) -> None:
-        """Make the fixed paths that were not there, marked (MARK), before any program writes them: a
-        node killed later still leaves them known as the node's."""
-        for path in self.absent:
-            path.mkdir(parents=True, exist_ok=True)
-            (path / MARK).touch()
+        """Record the fixed paths that were not there (CLAIMS), before any program writes them: a node
+        killed later still leaves them known as the node's."""
+        CLAIMS.write_text("".join(f"{path}\n" for path in self.absent))
 
     def relay(self, address: str, port: int, target: tuple[str, int]) -> None:
         self.relays.append(Relay((address, port), target))
@@ -77,8 +77,12 @@ class HostChanges:
         for path in self.absent:
             unmount_under(path)
             shutil.rmtree(path, ignore_errors=True)
-        for hierarchy in CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else []:
-            _remove_cgroup(hierarchy / "kubepods")
+        if remaining := [path for path in self.absent if path.exists()]:  # still the node's, for the next
+            CLAIMS.write_text("".join(f"{path}\n" for path in remaining))
+        else:
+            CLAIMS.unlink(missing_ok=True)
+        for cgroup in pod_cgroups():
+            _remove_cgroup(cgroup)
         remove_pod_netns()
 
     def left_behind(self) -> list[str]:
@@ -89,8 +93,7 @@ class HostChanges:
                  if now[name] != value]  # fmt: skip
         left += [str(path) for path in self.absent if path.exists()]
         left += [str(netns) for netns in POD_NETNS.glob("cni-*")]
-        hierarchies = CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else iter(())
-        return left + [str(h / "kubepods") for h in hierarchies if (h / "kubepods").is_dir()]
+        return left + [str(cgroup) for cgroup in pod_cgroups()]
 
 
 def loopback_addresses() -> list[str]:
@@ -114,13 +117,18 @@ def remove_pod_netns() -> None:
             netns.unlink()
 
 
+def pod_cgroups() -> list[Path]:
+    """The kubelet's pod cgroups (kubepods), one in each hierarchy that has it."""
+    hierarchies = CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else iter(())
+    return [hierarchy / "kubepods" for hierarchy in hierarchies if (hierarchy / "kubepods").is_dir()]
+
+
 def end_pods() -> None:
-    """SIGKILL every process in the kubelet's pod cgroups (kubepods, in each hierarchy)."""
-    for hierarchy in CGROUP_ROOT.iterdir() if CGROUP_ROOT.exists() else []:
-        for procs in (hierarchy / "kubepods").rglob("cgroup.procs") if (hierarchy / "kubepods").is_dir() else []:
-            for pid in procs.read_text().split():
-                with contextlib.suppress(OSError):
-                    os.kill(int(pid), signal.SIGKILL)
+    """SIGKILL every process in the kubelet's pod cgroups."""
+    for procs in (found for cgroup in pod_cgroups() for found in cgroup.rglob("cgroup.procs")):
+        for pid in procs.read_text().split():
+            with contextlib.suppress(OSError):
+                os.kill(int(pid), signal.SIGKILL)
 
 
 def _remove_cgroup(path: Path) -> None:
@@ -218,15 +226,10 @@ def _node_processes() -> list[tuple[int, list[bytes], int]]:
 
 def kill_shims(socket: Path) -> None:
     """The shims of this node's containerd outlive it (that is their job): end them and their pods."""
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            argv = (proc / "cmdline").read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argv and argv[0].endswith(b"containerd-shim-runc-v2") and str(socket).encode() in argv:
+    for pid, argv, _ in _node_processes():
+        if argv[0].endswith(b"containerd-shim-runc-v2") and str(socket).encode() in argv:
             try:
-                os.killpg(int(proc.name), signal.SIGKILL)
+                os.killpg(pid, signal.SIGKILL)
             except OSError:
-                os.kill(int(proc.name), signal.SIGKILL)
+                with contextlib.suppress(OSError):  # gone meanwhile
+                    os.kill(pid, signal.SIGKILL)
