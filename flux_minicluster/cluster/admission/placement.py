@@ -58,11 +58,8 @@ def problems(shape: Shape, cluster: Snapshot, requests: dict[str, Decimal], shar
         parts.append(f"the {len(usable)} usable {nodes_have} room for {room}")
     full = Counter(node.short_of for node in usable if node.room == 0)
     if full:
-        amounts = [f"{name} {show(name, value)}" for name, value in sorted(requests.items())]
-        if from_shared:
-            amounts = [
-                f"{a} (for its /dev/shm: minicluster:sharedMemory)" if a.startswith("memory ") else a for a in amounts
-            ]
+        because = {"memory": " (for its /dev/shm: minicluster:sharedMemory)"} if from_shared else {}
+        amounts = [f"{name} {show(name, value)}{because.get(name, '')}" for name, value in sorted(requests.items())]
         each = ", ".join(amounts) or "nothing"
         detail = ", ".join(f"{'pod slots' if name == PODS else name} on {count}" for name, count in full.most_common())
         parts.append(f"each broker {'needs' if from_shared else 'requests'} {each}; no room for one: {detail}")
