@@ -45,11 +45,17 @@ def missing() -> str | None:
 def example_program(example: str, resource: str, properties: dict[str, Any]) -> str:
     """examples/<example>/Pulumi.yaml as a user copies it, with the MiniCluster `resource`'s properties
     `properties` (the example's own, and the test's namespace and node) and its package where it is."""
-    folder = ROOT / "examples" / example
-    program = _example(example)
+    program = packages_in_place(_example(example), example)
     program["resources"][resource]["properties"] = properties
-    program["packages"] = {name: str((folder / path).resolve()) for name, path in program["packages"].items()}
     return yaml.safe_dump(program)
+
+
+def packages_in_place(program: dict[str, Any], example: str) -> dict[str, Any]:
+    """An example's Pulumi.yaml (`program`) with the packages it names by paths relative to
+    examples/<example> named where they are, so that it runs from a copy anywhere."""
+    folder = ROOT / "examples" / example
+    packages = {name: str((folder / path).resolve()) for name, path in program["packages"].items()}
+    return {**program, "packages": packages}
 
 
 def example_properties(example: str, resource: str) -> dict[str, Any]:

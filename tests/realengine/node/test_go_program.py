@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from tests.engines.control_plane import ControlPlane
@@ -38,9 +37,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     required(missing() or not_built("the Go language host", [PULUMI_BIN / "pulumi-language-go"]))
     folder = example_with_sdk("go", "go", tmp_path_factory.mktemp("go"))
     run(["go", "mod", "tidy"], folder, env=ENV)
-    project = yaml.safe_load((folder / "Pulumi.yaml").read_text())
-    project["packages"] = {name: str((EXAMPLE / path).resolve()) for name, path in project["packages"].items()}
-    (folder / "Pulumi.yaml").write_text(yaml.safe_dump(project))
     return folder
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
 from tests.engines.control_plane import ControlPlane
@@ -46,9 +45,6 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     }
     (folder / "package.json").write_text(json.dumps(manifest, indent=2))
     run(["npm", "install", "--no-audit", "--no-fund"], folder)
-    project = yaml.safe_load((folder / "Pulumi.yaml").read_text())
-    project["packages"] = {name: str((EXAMPLE / path).resolve()) for name, path in project["packages"].items()}
-    (folder / "Pulumi.yaml").write_text(yaml.safe_dump(project))
     return folder
 
 
