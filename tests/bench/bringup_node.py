@@ -19,20 +19,18 @@ import argparse
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import yaml
 from kubernetes import client, config
 
 from tests.bench.bringup import COMMAND, Timing, first_stamp, floor
+from tests.bench.rendered import apply, kubectl, rendered, stack_file
 from tests.engines.control_plane import ControlPlane
-from tests.engines.versions import KUBERNETES_BIN
-from tests.harness import ROOT, example
+from tests.harness import example
 
 IMAGE = example("dev")["image"]
 
@@ -41,23 +39,13 @@ def on_node(plane: ControlPlane, admin: client.ApiClient, size: int) -> Timing:
     namespace = f"bench-{secrets.token_hex(4)}"
     core = client.CoreV1Api(admin)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-    kubectl = [str(KUBERNETES_BIN / "kubectl"), f"--kubeconfig={plane.kubeconfig}"]
     try:
         with tempfile.TemporaryDirectory() as directory:
-            stack = Path(directory) / "Pulumi.bench.yaml"
             keys = {"image": IMAGE, "size": size, "tasks": size, "command": " ".join(COMMAND), "namespace": namespace}
-            stack.write_text(yaml.safe_dump({"config": {f"minicluster:{k}": v for k, v in keys.items()}}))
-            rendered = subprocess.run(
-                [sys.executable, str(ROOT / "scripts" / "render.py"), "--config", str(stack), "--show-secrets"],
-                check=True, capture_output=True, text=True,
-            ).stdout  # fmt: skip
-            (Path(directory) / "objects.yaml").write_text(rendered)
+            objects = rendered(stack_file(Path(directory), keys))
             started = time.time()
-            subprocess.run(
-                [*kubectl, "apply", "-f", str(Path(directory) / "objects.yaml")], check=True, capture_output=True
-            )
-            done = ["--for=condition=complete", "--timeout=300s", "job/bench"]
-            subprocess.run([*kubectl, "wait", "-n", namespace, *done], check=True, capture_output=True)
+            apply(plane, objects, Path(directory))
+            kubectl(plane, "wait", "-n", namespace, "--for=condition=complete", "--timeout=300s", "job/bench")
             ended = time.time()
         first: Any = core.list_namespaced_pod(namespace, label_selector="batch.kubernetes.io/job-completion-index=0")
         rank0 = first.items[0]

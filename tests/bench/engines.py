@@ -26,8 +26,6 @@ import argparse
 import os
 import secrets
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -36,9 +34,9 @@ from typing import Any
 
 from kubernetes import client, config
 
+from tests.bench.rendered import apply, kubectl, rendered
 from tests.engines.control_plane import ControlPlane
-from tests.engines.versions import KUBERNETES_BIN
-from tests.harness import ROOT, example
+from tests.harness import example
 from tests.realengine.node.stacks import StackOnRealNode
 from tests.realengine.pulumi_stack import StackOnNode
 
@@ -56,21 +54,11 @@ class Run:
         self.cluster = where(admin, plane, self.namespace, tmp / self.namespace, name, dict(stack))
         self.plane, self.admin = plane, admin
 
-    def kubectl(self, *args: str) -> None:
-        argv = [str(KUBERNETES_BIN / "kubectl"), f"--kubeconfig={self.plane.kubeconfig}", *args]
-        subprocess.run(argv, check=True, capture_output=True, timeout=300)
-
     def apply_rendered(self) -> None:
         """render.py's objects for the stack file `pulumi up` reads, applied, then the Job's completion."""
-        stack_file = self.cluster.stack.project / f"Pulumi.{self.cluster.stack.name}.yaml"
-        rendered = subprocess.run(
-            [sys.executable, str(ROOT / "scripts" / "render.py"), "--config", str(stack_file), "--show-secrets"],
-            check=True, capture_output=True, text=True,
-        ).stdout  # fmt: skip
-        manifests = self.cluster.stack.directory / "rendered.yaml"
-        manifests.write_text(rendered)
-        self.kubectl("apply", "-f", str(manifests))
-        self.kubectl("wait", "-n", self.namespace, "--for=condition=complete", "--timeout=300s", "job/dev")
+        stack = self.cluster.stack
+        apply(self.plane, rendered(stack.project / f"Pulumi.{stack.name}.yaml"), stack.directory)
+        kubectl(self.plane, "wait", "-n", self.namespace, "--for=condition=complete", "--timeout=300s", "job/dev")
 
     def close(self) -> None:
         self.cluster.close()

@@ -20,7 +20,6 @@ import argparse
 import os
 import secrets
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -30,14 +29,15 @@ from typing import Any
 
 import yaml
 from kubernetes import client, config, watch
-from kubernetes.stream import stream
 
-from flux_minicluster.config.paths import LOCAL_URI
 from flux_minicluster.config.spec import BROKER_CONTAINER
+from tests.bench.rendered import apply, rendered, stack_file
 from tests.engines.control_plane import ControlPlane
 from tests.engines.node import NODE_STATE
-from tests.engines.versions import KUBERNETES_BIN
-from tests.harness import ROOT, example
+from tests.harness import example
+from tests.kubelet.pod import wait_until
+from tests.realengine.node.stacks import flux_command, pod_exec
+from tests.realengine.on_node import ready
 
 STEPS = (
     "rank 0's pod terminating", "its broker exited", "the pod Failed", "the replacement created",
@@ -46,11 +46,12 @@ STEPS = (
 
 
 class PodWatch:
-    """The first moment (this machine's clock) each step was seen, from a watch on the namespace's pods."""
+    """The first moment (this machine's clock) each step was seen, from a watch on the namespace's pods:
+    those of the pod `rank0` (rank 0's before the eviction), then those of its replacement."""
 
-    def __init__(self, core: client.CoreV1Api, namespace: str) -> None:
+    def __init__(self, core: client.CoreV1Api, namespace: str, rank0: str) -> None:
         self.seen: dict[str, float] = {}
-        self.rank0: str = ""
+        self.rank0 = rank0
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._watch, args=(core, namespace), daemon=True)
         self.thread.start()
@@ -64,7 +65,7 @@ class PodWatch:
             if self.stopping.is_set():
                 return
             pod: Any = event["object"]
-            if not self.rank0 or pod.metadata.name == self.rank0:
+            if pod.metadata.name == self.rank0:
                 self._old(pod)
             elif "rank 0's pod terminating" in self.seen:
                 self._new(pod)
@@ -85,36 +86,26 @@ class PodWatch:
         broker = [s for s in pod.status.container_statuses or [] if s.name == BROKER_CONTAINER]
         if broker and broker[0].state.running is not None:
             self.mark("its broker running")
-        if any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or []):
+        if ready(pod):
             self.mark("the replacement Ready")
 
 
 def flux(core: client.CoreV1Api, namespace: str, pod: str, *argv: str) -> str:
-    said: str = stream(
-        core.connect_get_namespaced_pod_exec, pod, namespace, container=BROKER_CONTAINER,
-        command=["env", f"FLUX_URI={LOCAL_URI}", "flux", *argv], stderr=True, stdout=True, stdin=False, tty=False,
-    )  # fmt: skip
-    return said
+    return pod_exec(core, namespace, pod, *flux_command(*argv))
 
 
 def rank0_pod(core: client.CoreV1Api, namespace: str) -> Any:
+    """Rank 0's pod that is not terminating, if there is one, Ready or not."""
     selector = "batch.kubernetes.io/job-completion-index=0"
     found: Any = core.list_namespaced_pod(namespace, label_selector=selector)
     pods = [p for p in found.items if not p.metadata.deletion_timestamp]
     return pods[0] if pods else None
 
 
-def ready(pod: Any) -> bool:
-    return pod is not None and any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
-
-
-def until(what: str, check: Any, timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"no {what} within {timeout}s")
-        time.sleep(0.1)
-    return found
+def ready_rank0(core: client.CoreV1Api, namespace: str, other_than: str = "") -> Any:
+    """Rank 0's pod once it is Ready (and not the pod `other_than`), else None."""
+    pod = rank0_pod(core, namespace)
+    return pod if pod is not None and pod.metadata.name != other_than and ready(pod) else None
 
 
 def one_run(
@@ -128,29 +119,21 @@ def one_run(
                 "pod": {"nodeSelector": {"kubernetes.io/hostname": node}},
                 # A deletion is a failure that counts (docs/lost-pods.md): a Job that survives one.
                 **({"backoffLimit": 3} if how == "delete" else {})}  # fmt: skip
-        stack = folder / "Pulumi.bench.yaml"
-        stack.write_text(yaml.safe_dump({"config": {f"minicluster:{k}": v for k, v in keys.items()}}))
-        rendered = subprocess.run([sys.executable, str(ROOT / "scripts" / "render.py"), "--config", str(stack),
-                                   "--show-secrets"], check=True, capture_output=True, text=True).stdout  # fmt: skip
-        objects = list(yaml.safe_load_all(rendered))
+        objects = [obj for obj in yaml.safe_load_all(rendered(stack_file(folder, keys))) if obj]
         for obj in objects:
-            if obj and obj["kind"] == "Job" and policy:  # another replacement policy, to compare
+            if obj["kind"] == "Job" and policy:  # another replacement policy, to compare
                 obj["spec"]["podReplacementPolicy"] = policy
                 if policy != "Failed":  # the API server allows only Failed with a podFailurePolicy
                     obj["spec"].pop("podFailurePolicy", None)
                     obj["spec"]["backoffLimit"] = 3  # so the disruption, counted now, does not fail the Job
-        (folder / "objects.yaml").write_text(yaml.safe_dump_all(objects))
-        kubectl = [str(KUBERNETES_BIN / "kubectl"), f"--kubeconfig={plane.kubeconfig}"]
-        subprocess.run([*kubectl, "apply", "-f", str(folder / "objects.yaml")], check=True, capture_output=True)
-        old = until("ready rank 0", lambda: (p := rank0_pod(core, namespace)) and ready(p) and p)
-        name = old.metadata.name
-        until("both ranks online", lambda: flux(core, namespace, name, "resource", "status", "-no", "{ranks}",
-                                                  "-s", "online").strip() == "0-1")  # fmt: skip
+        apply(plane, yaml.safe_dump_all(objects), folder)
+        name = wait_until(lambda: ready_rank0(core, namespace), "ready rank 0", 120, poll=0.1).metadata.name
+        online = ["resource", "status", "-no", "{ranks}", "-s", "online"]
+        wait_until(lambda: flux(core, namespace, name, *online).strip() == "0-1", "both ranks online", 120, poll=0.1)
         flux(core, namespace, name, "submit", "-N2", "sleep", "inf")
         queued = [flux(core, namespace, name, "submit", "-N1", "date", "+%s.%N").strip() for _ in range(2)]
         time.sleep(2)  # a checkpoint (checkpointPeriod 1s) holds the queue
-        watcher = PodWatch(core, namespace)
-        watcher.rank0 = name
+        watcher = PodWatch(core, namespace, name)
         time.sleep(0.5)
         evicted = time.time()
         if how == "delete":
@@ -158,8 +141,7 @@ def one_run(
         else:
             eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
             core.create_namespaced_pod_eviction(name, namespace, eviction)
-        new = until("a new ready rank 0", lambda: (p := rank0_pod(core, namespace)) and p.metadata.name != name
-                    and ready(p) and p)  # fmt: skip
+        new = wait_until(lambda: ready_rank0(core, namespace, other_than=name), "a new ready rank 0", 120, poll=0.1)
         # Blocks until the first queued job has run in the restarted instance: it prints when it started.
         started = float(flux(core, namespace, new.metadata.name, "job", "attach", queued[0]).strip())
         watcher.seen["the first queued job started"] = started

@@ -19,12 +19,14 @@ from flux_minicluster.builders import manifests
 from tests.kubelet.volumes import Manifest
 
 
-def wait_until(condition: Any, what: str, timeout: float, poll: float = 0.02) -> None:
+def wait_until(condition: Any, what: str, timeout: float, poll: float = 0.02) -> Any:
+    """Until `condition()` holds; what it returned then."""
     deadline = time.monotonic() + timeout
-    while not condition():
+    while not (found := condition()):
         if time.monotonic() > deadline:
             raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
         time.sleep(poll)
+    return found
 
 
 class Container:

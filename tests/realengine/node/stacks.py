@@ -11,6 +11,7 @@ from kubernetes import client
 from kubernetes.stream import stream
 
 from flux_minicluster.config.loader import load_spec
+from flux_minicluster.config.paths import LOCAL_URI
 from flux_minicluster.config.spec import BROKER_CONTAINER, MiniClusterSpec
 from tests.engines.control_plane import ControlPlane
 from tests.realengine.pulumi_stack import Stack, StackOnNode
@@ -50,11 +51,25 @@ class StackOnRealNode(StackOnNode):
 
     def exec(self, rank: int, *argv: str) -> str:
         """ARGV in rank `rank`'s Flux container, through the API server's exec API and the real kubelet."""
-        said: str = stream(
-            client.CoreV1Api(self.admin).connect_get_namespaced_pod_exec, self.pod_name(rank), self.namespace,
-            container=BROKER_CONTAINER, command=list(argv), stderr=True, stdout=True, stdin=False, tty=False,
-        )  # fmt: skip
-        return said
+        return pod_exec(client.CoreV1Api(self.admin), self.namespace, self.pod_name(rank), *argv)
+
+    def flux(self, rank: int, *argv: str) -> str:
+        """`flux ARGV` in rank `rank`'s Flux container, against its broker."""
+        return self.exec(rank, *flux_command(*argv))
 
     def close(self) -> None:
         """Nothing of the test's own to stop: the namespace's deletion takes what a failed test left."""
+
+
+def pod_exec(core: client.CoreV1Api, namespace: str, pod: str, *argv: str) -> str:
+    """ARGV in the Flux container of `pod`, through the API server's exec API: what it printed."""
+    said: str = stream(
+        core.connect_get_namespaced_pod_exec, pod, namespace, container=BROKER_CONTAINER, command=list(argv),
+        stderr=True, stdout=True, stdin=False, tty=False,
+    )  # fmt: skip
+    return said
+
+
+def flux_command(*argv: str) -> list[str]:
+    """`flux ARGV` against the broker of the container it runs in (its local socket)."""
+    return ["env", f"FLUX_URI={LOCAL_URI}", "flux", *argv]

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from flux_minicluster.config.paths import LOCAL_URI
 from tests.harness import example
 from tests.kubelet.pod import wait_until
 from tests.realengine.node.conftest import NodeInfo
@@ -55,7 +54,7 @@ def test_a_new_image_replaces_the_job_and_its_pods_run_in_it(persistent: StackOn
 @pytest.mark.realflux
 def test_the_jobs_queued_before_a_new_image_run_afterwards(persistent: StackOnRealNode) -> None:
     def flux(*argv: str) -> str:
-        return persistent.exec(0, "env", f"FLUX_URI={LOCAL_URI}", "flux", *argv)
+        return persistent.flux(0, *argv)
 
     flux("submit", "-N2", "sleep", "inf")  # holds every node: what comes next waits
     queued = [flux("submit", "-N1", "hostname").strip() for _ in range(3)]

@@ -10,7 +10,6 @@ from collections.abc import Callable
 
 import pytest
 
-from flux_minicluster.config.paths import LOCAL_URI
 from tests.harness import example
 from tests.kubelet.pod import wait_until
 from tests.realengine.node.stacks import StackOnRealNode
@@ -32,7 +31,7 @@ def test_pulumi_up_returns_with_every_broker_ready_on_the_real_node(interactive:
 @pytest.mark.realflux
 def test_work_runs_across_every_broker_in_real_containers(interactive: StackOnRealNode) -> None:
     """Brokers that found each other by their headless-Service names (CoreDNS) over the node's bridge."""
-    said = interactive.exec(0, "env", f"FLUX_URI={LOCAL_URI}", "flux", "run", "-N4", "hostname")
+    said = interactive.flux(0, "run", "-N4", "hostname")
     assert sorted(said.split()) == [f"interactive-{rank}" for rank in range(4)]
 
 
@@ -49,9 +48,7 @@ def configure_size(cluster: StackOnRealNode, size: int) -> None:
 
 
 def online_ranks(cluster: StackOnRealNode) -> str:
-    return cluster.exec(
-        0, "env", f"FLUX_URI={LOCAL_URI}", "flux", "resource", "status", "-no", "{ranks}", "-s", "online"
-    ).strip()
+    return cluster.flux(0, "resource", "status", "-no", "{ranks}", "-s", "online").strip()
 
 
 def test_a_new_size_resizes_the_running_job_in_place(interactive: StackOnRealNode) -> None:

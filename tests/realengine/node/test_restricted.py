@@ -11,7 +11,6 @@ from collections.abc import Callable
 
 import pytest
 
-from flux_minicluster.config.paths import LOCAL_URI
 from tests.harness import example
 from tests.realengine.node.stacks import StackOnRealNode
 
@@ -65,7 +64,7 @@ def test_the_broker_runs_as_uid_1000_without_capabilities(restricted: StackOnRea
 
 @pytest.mark.realflux
 def test_flux_runs_the_users_tasks_as_uid_1000(restricted: StackOnRealNode) -> None:
-    said = restricted.exec(0, "env", f"FLUX_URI={LOCAL_URI}", "flux", "run", "-N2", "id", "-u")
+    said = restricted.flux(0, "run", "-N2", "id", "-u")
     assert said.split() == ["1000", "1000"]
 
 
