@@ -33,6 +33,7 @@ def broker_options(pods: Pods, rank: int) -> list[str]:
         f"-Slocal-uri=local://{state}/run/local",
         "-Slog-stderr-level=6",
         "-Slog-stderr-mode=local",
+        *([] if rank == 0 else [f"-Sbroker.rc{n}_path=bash {pods.run_dir}/worker_rc.sh {n}" for n in (1, 3)]),
     ]
 
 

@@ -13,7 +13,8 @@ from flux_minicluster.config import lifecycle, paths, rules
 from flux_minicluster.config.spec import MiniClusterSpec
 
 SCRIPTS = (
-    paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "stopping.sh", "instance.sh", paths.RESIZE_SCRIPT,
+    paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "stopping.sh", "instance.sh", "worker_rc.sh",
+    paths.RESIZE_SCRIPT,
     paths.READINGS_SCRIPT, paths.METRICS_SCRIPT, paths.AUTOSCALER_ENTRY, paths.AUTOSCALER_SCRIPT,
     paths.AUTOSCALING_MODULE, paths.CLUSTER_API_MODULE,
 )  # fmt: skip
@@ -65,6 +66,17 @@ def tbon_table(spec: MiniClusterSpec) -> dict[str, str]:
     if spec.topology is not None:
         tbon["topo"] = spec.topology
     return tbon
+
+
+def worker_modules(spec: MiniClusterSpec) -> tuple[str, ...]:
+    """The modules a worker's own rc loads (worker_rc.sh): none, so that Flux's own rc runs, where the
+    stack could change Flux's plan for a worker: a brokerConfig with a [modules] or [systemd] table (the
+    modules' options, systemd's modules), or broker attributes that name an rc of their own."""
+    if spec.broker_config is not None and {"modules", "systemd"} & tomllib.loads(spec.broker_config).keys():
+        return ()
+    if {"broker.rc1_path", "broker.rc3_path"} & spec.broker_attributes.keys():
+        return ()
+    return lifecycle.WORKER_MODULES
 
 
 def script(name: str) -> str:
@@ -147,6 +159,8 @@ def script_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_HOSTLIST": hostlist(spec),
         "MC_LOG_LEVEL": spec.log_level,
         "MC_WORKER_RETRIES": spec.worker_retries,
+        "MC_WORKER_MODULES": " ".join(worker_modules(spec)),
+        "MC_WORKER_RC_FLUX": lifecycle.WORKER_RC_FLUX,
         "MC_BROKER_CONFIG_DIR": paths.BROKER_CONFIG_DIR,
         "MC_RUN_CONFIG_DIR": paths.RUN_CONFIG_DIR,
         "MC_SCALE_DIR": paths.SCALE_DIR,

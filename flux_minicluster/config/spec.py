@@ -166,7 +166,8 @@ class MiniClusterSpec(ContainerSettings):
     broker_attributes: BrokerAttributes = Field(default_factory=dict)
     """Extra broker attributes, each passed as -Skey=value."""
     broker_config: BrokerToml | None = None
-    """A complete broker.toml used instead of the generated one (flux-operator-settings.md says what it must keep)."""
+    """A complete broker.toml used instead of the generated one (flux-operator-settings.md says what it must keep).
+    With a [modules] or [systemd] table the workers run Flux's own rc1 and rc3 (worker_rc.sh)."""
     option_flags: ShellWords | None = None
     """Flux option flags in one string, e.g. "-ompi=openmpi@5", or a YAML list of its words; added to
     submit (and the RESTful API)."""

@@ -10,7 +10,7 @@
 # Static: the Job configures it with MC_* variables (all required; defined in builders/files.py) and
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
 # init.sh, pre.sh and post.sh, and the other scripts: lib.sh, saved_instance.sh (rank 0 across pods),
-# stopping.sh (what a broker does before it stops),
+# stopping.sh (what a broker does before it stops), worker_rc.sh (a worker broker's rc1 and rc3),
 # instance.sh (rank 0's program for batch, interactive, the RESTful API), resize.sh, and the Python
 # companion started beside the broker: metrics.py (metrics.enabled). autoscaler.sh is another container's.
 # The current size and quorum are read at start from MC_SCALE_DIR, which a resize rewrites in place.
@@ -215,7 +215,9 @@ start_rank0() {
   run_broker "$flux" start "${options[@]}" "${program[@]}"
 }
 
-# Workers run a broker with no program. Where R lists no GPUs, a worker's broker scans its node without
+# Workers run a broker with no program, and Flux's rc1 and rc3 through worker_rc.sh: the same modules
+# without modprobe's Python where that is all Flux would do (MC_WORKER_MODULES: empty where the stack's
+# broker config could change it). Where R lists no GPUs, a worker's broker scans its node without
 # hwloc's I/O discovery (the PCI, OpenCL and GL plugins, linuxio's devices): most of its topology scan,
 # on every worker's way into the instance, and nothing there uses it (R comes from rank 0; a child
 # instance checks only cores against it). Its jobs' tasks get their submitters' environment, not the
@@ -227,6 +229,9 @@ start_worker() {
   local -a options broker=("$flux" start)
   local attempt=1 delay=1 status
   broker_options options
+  if [[ -n ${MC_WORKER_MODULES?} ]]; then
+    options+=("-Sbroker.rc1_path=bash $run_config/worker_rc.sh 1" "-Sbroker.rc3_path=bash $run_config/worker_rc.sh 3")
+  fi
   if [[ -z $MC_GPU_IDS ]]; then broker=(env HWLOC_COMPONENTS=-linuxio HWLOC_PLUGINS_PATH=/nonexistent "${broker[@]}"); fi
   while :; do
     status=0

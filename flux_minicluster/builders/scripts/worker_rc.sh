@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# A worker broker's rc1 and rc3 (its broker.rc1_path and rc3_path, set by the entrypoint on ranks above
+# 0): what Flux's own `flux modprobe rc1|rc3` does on such a rank, with Flux's C commands.
+#
+# Usage: worker_rc.sh 1|3        run by the broker, with its FLUX_URI
+#
+# Why: flux modprobe is a Python program that imports Flux's bindings and plans from its module tables
+# before it loads anything: about 0.1 s of CPU on every worker's way into the instance and out of it,
+# on a worker that only loads a fixed set of modules. All of a MiniCluster's pods pay it at once.
+#
+# The short way is taken only where it is exactly what modprobe would do there: Flux of the version whose
+# plan MC_WORKER_MODULES is (MC_WORKER_RC_FLUX; the Job sets both, empty where the stack's broker config
+# could change the plan), rc paths that are Flux's modprobe, and no module table, rc script or search
+# path beyond Flux's own. Anywhere else this runs Flux's own rc.
+
+set -euo pipefail
+level=${1:?usage: worker_rc.sh 1|3}
+flux=${MC_FLUX:?}
+read -ra modules <<<"${MC_WORKER_MODULES?}"
+
+flux_own() {
+  local own
+  own=$("$flux" config builtin "rc${level}_path")
+  # shellcheck disable=SC2086 # Flux's rc path is a command line ("flux modprobe rc1"), split as its broker splits it
+  exec $own
+}
+
+# Files that would add to modprobe's plan or run as rc scripts (nullglob: none is an empty list).
+site_additions() {
+  local confdir datadir libexecdir
+  confdir=$("$flux" config builtin confdir)
+  datadir=$("$flux" config builtin datadir)
+  libexecdir=$("$flux" config builtin libexecdir)
+  shopt -s nullglob
+  local -a found=(
+    "$datadir"/modprobe/modprobe.d/*.toml "$confdir"/modprobe/modprobe.d/*.toml
+    "$libexecdir"/modprobe/rc"$level".d/*.py "$confdir"/modprobe/rc"$level".d/*.py "$confdir"/rc"$level".d/*
+  )
+  shopt -u nullglob
+  ((${#found[@]} > 0))
+}
+
+short_way_applies() {
+  local version
+  ((${#modules[@]} > 0)) || return 1
+  [[ -z ${FLUX_MODPROBE_PATH+set}${FLUX_MODPROBE_PATH_APPEND+set}${FLUX_RC_EXTRA+set} ]] || return 1
+  [[ $("$flux" config builtin "rc${level}_path") == "flux modprobe rc${level}" ]] || return 1
+  version=$("$flux" version)
+  [[ $version =~ commands:[[:space:]]+([^[:space:]]+) && ${BASH_REMATCH[1]} == "${MC_WORKER_RC_FLUX:?}"* ]] || return 1
+  ! site_additions
+}
+
+if ! short_way_applies; then flux_own; fi
+if ((level == 1)); then
+  for module in "${modules[@]}"; do "$flux" module load "$module"; done
+else
+  for ((i = ${#modules[@]} - 1; i >= 0; i--)); do "$flux" module remove -f "${modules[i]}"; done
+fi

@@ -1,0 +1,45 @@
+"""A worker's rc1 on real Flux (tests/kubelet runs the pods): through worker_rc.sh, a worker's broker
+has the modules that Flux's own rc1 gives a worker of `flux start -s 2`, and its rc3 lets the instance
+shut down cleanly."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable
+
+import pytest
+
+from flux_minicluster.config import paths
+from tests.flux_instance import flux_env
+from tests.kubelet.image import FLUX
+from tests.kubelet.pod import wait_until
+from tests.kubelet.pods import Kubelet
+
+pytestmark = pytest.mark.realflux
+Make = Callable[..., Kubelet]
+
+
+def module_names(listing: str) -> list[str]:
+    """The names in `flux module list`'s table (its first line is the header)."""
+    return sorted(line.split()[0] for line in listing.splitlines()[1:])
+
+
+def test_a_workers_broker_has_the_modules_flux_own_rc1_gives_a_worker(minicluster: Make) -> None:
+    cluster = minicluster(size=2, command=None)
+    rank0, worker = cluster.start_all()
+    wait_until(lambda: rank0.ready() and worker.ready(), "both brokers to be up", 30)
+    floor = subprocess.run(
+        [str(FLUX), "start", "-s", "2", "flux", "exec", "-r", "1", "flux", "module", "list"],
+        capture_output=True, text=True, timeout=60, check=True, env=flux_env({}),
+    )  # fmt: skip
+    assert worker.flux("getattr", "broker.rc1_path").split()[-2:] == [f"{paths.RUN_CONFIG_DIR}/worker_rc.sh", "1"]
+    assert module_names(worker.flux("module", "list")) == module_names(floor.stdout)
+
+
+def test_the_instance_shuts_down_cleanly_through_the_workers_rc3(minicluster: Make) -> None:
+    cluster = minicluster(size=2, command=None)
+    rank0, worker = cluster.start_all()
+    wait_until(lambda: rank0.ready() and worker.ready(), "both brokers to be up", 30)
+    rank0.flux("shutdown", "--quiet", timeout=60)
+    assert (rank0.wait(timeout=60), worker.wait(timeout=60)) == (0, 0)
+    assert "rc3.0: bash" in worker.log and "Exited (rc=0)" in worker.log.split("rc3.0: bash")[1].splitlines()[0]

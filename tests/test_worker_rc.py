@@ -1,0 +1,154 @@
+"""A worker's rc1 and rc3 (worker_rc.sh): Flux's plan for a worker with its C commands where that is
+all Flux would do, and Flux's own rc anywhere else. Run under bash with a `flux` that answers as an
+installed flux-core does (`config builtin`, `version`) and records the rest; that the modules are the
+ones Flux's own rc1 loads on a worker is checked on real Flux (test_real_lifecycle.py)."""
+
+from __future__ import annotations
+
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from flux_minicluster.builders import files
+from flux_minicluster.config import lifecycle
+from tests.pods import Pods
+
+FLUX_0_88 = "commands:    \t\t0.88.0\nlibflux-core:\t\t0.88.0\nbroker:  \t\t0.88.0\n"
+
+
+@dataclass
+class InstalledFlux:
+    """A `flux` at PREFIX/bin, with its builtin paths under PREFIX, as flux-core's install makes them."""
+
+    prefix: Path
+    version: str = FLUX_0_88
+    rc_path: str = "flux modprobe rc{level}"
+    failing_module: str = ""
+
+    def install(self) -> Path:
+        for folder in ("etc/flux", "share/flux", "libexec/flux", "bin"):
+            (self.prefix / folder).mkdir(parents=True, exist_ok=True)
+        flux = self.prefix / "bin" / "flux"
+        flux.write_text(
+            "#!/bin/bash\n"
+            f'printf "%s\\n" "$*" >> {self.prefix}/calls\n'
+            'case "$1 $2 $3" in\n'
+            f'  "config builtin confdir") echo {self.prefix}/etc/flux ;;\n'
+            f'  "config builtin datadir") echo {self.prefix}/share/flux ;;\n'
+            f'  "config builtin libexecdir") echo {self.prefix}/libexec/flux ;;\n'
+            f'  "config builtin rc1_path") echo "{self.rc_path.format(level=1)}" ;;\n'
+            f'  "config builtin rc3_path") echo "{self.rc_path.format(level=3)}" ;;\n'
+            f"  \"version \"*) printf '%s' '{self.version}' ;;\n"
+            f'  "module load {self.failing_module}") exit 1 ;;\n'
+            "esac\n"
+        )
+        flux.chmod(0o755)
+        return flux
+
+    def calls(self) -> list[str]:
+        path = self.prefix / "calls"
+        lines = path.read_text().splitlines() if path.exists() else []
+        return [line for line in lines if not line.startswith(("config builtin", "version"))]
+
+
+def run_rc(tmp_path: Path, level: int, flux: InstalledFlux, env: dict[str, str] | None = None) -> int:
+    (tmp_path / "pods").mkdir()
+    pods = Pods(tmp_path / "pods")
+    script_env = {
+        **pods.env,
+        "MC_FLUX": str(flux.install()),
+        "PATH": f"{flux.prefix}/bin:/usr/bin:/bin",  # Flux's own rc is found as its broker finds it
+        **(env or {}),
+    }
+    done = subprocess.run(["bash", str(pods.run_dir / "worker_rc.sh"), str(level)], env=script_env, check=False)
+    return done.returncode
+
+
+def loads(*modules: str) -> list[str]:
+    return [f"module load {module}" for module in modules]
+
+
+def test_rc1_loads_the_modules_of_flux_own_plan_for_a_worker_in_order(tmp_path: Path) -> None:
+    flux = InstalledFlux(tmp_path / "flux")
+    assert run_rc(tmp_path, 1, flux) == 0
+    assert flux.calls() == loads("heartbeat", "content", "kvs", "kvs-watch", "resource", "job-info", "job-ingest")
+
+
+def test_rc3_removes_them_in_reverse(tmp_path: Path) -> None:
+    flux = InstalledFlux(tmp_path / "flux")
+    assert run_rc(tmp_path, 3, flux) == 0
+    assert flux.calls() == [f"module remove -f {module}" for module in reversed(lifecycle.WORKER_MODULES)]
+
+
+def test_a_module_that_fails_to_load_fails_rc1_and_stops_it_there(tmp_path: Path) -> None:
+    flux = InstalledFlux(tmp_path / "flux", failing_module="kvs")
+    assert run_rc(tmp_path, 1, flux) != 0
+    assert flux.calls() == loads("heartbeat", "content", "kvs")
+
+
+def test_another_flux_version_runs_flux_own_rc(tmp_path: Path) -> None:
+    flux = InstalledFlux(tmp_path / "flux", version=FLUX_0_88.replace("0.88.0", "0.89.0"))
+    assert run_rc(tmp_path, 1, flux) == 0
+    assert flux.calls() == ["modprobe rc1"]
+
+
+def test_a_flux_whose_rc_is_not_modprobe_runs_that_rc(tmp_path: Path) -> None:
+    older = tmp_path / "flux" / "libexec" / "flux" / "rc3"
+    flux = InstalledFlux(tmp_path / "flux", rc_path=f"{older.parent}/rc{{level}}")
+    flux.install()
+    older.write_text(f"#!/bin/bash\necho own-rc3 >> {flux.prefix}/calls\n")
+    older.chmod(0o755)
+    assert run_rc(tmp_path, 3, flux) == 0
+    assert flux.calls() == ["own-rc3"]
+
+
+@pytest.mark.parametrize(
+    "addition",
+    [
+        "etc/flux/modprobe/modprobe.d/site.toml",
+        "share/flux/modprobe/modprobe.d/fluxion.toml",
+        "etc/flux/modprobe/rc1.d/site.py",
+        "libexec/flux/modprobe/rc1.d/extra.py",
+        "etc/flux/rc1.d/site-script",
+    ],
+)
+def test_a_module_table_or_rc_script_beyond_flux_own_runs_flux_own_rc(tmp_path: Path, addition: str) -> None:
+    flux = InstalledFlux(tmp_path / "flux")
+    (flux.prefix / addition).parent.mkdir(parents=True, exist_ok=True)
+    (flux.prefix / addition).write_text("")
+    assert run_rc(tmp_path, 1, flux) == 0
+    assert flux.calls() == ["modprobe rc1"]
+
+
+@pytest.mark.parametrize("variable", ["FLUX_MODPROBE_PATH", "FLUX_MODPROBE_PATH_APPEND", "FLUX_RC_EXTRA"])
+def test_a_search_path_of_the_environments_runs_flux_own_rc(tmp_path: Path, variable: str) -> None:
+    flux = InstalledFlux(tmp_path / "flux")
+    assert run_rc(tmp_path, 1, flux, {variable: str(tmp_path)}) == 0
+    assert flux.calls() == ["modprobe rc1"]
+
+
+def test_no_modules_from_the_job_runs_flux_own_rc(tmp_path: Path) -> None:
+    flux = InstalledFlux(tmp_path / "flux")
+    assert run_rc(tmp_path, 1, flux, {"MC_WORKER_MODULES": ""}) == 0
+    assert flux.calls() == ["modprobe rc1"]
+
+
+# -- when the Job gives the modules ------------------------------------------------------------------
+
+
+def test_the_job_gives_flux_plan_for_a_worker_by_default(tmp_path: Path) -> None:
+    assert Pods(tmp_path).env["MC_WORKER_MODULES"] == " ".join(lifecycle.WORKER_MODULES)
+
+
+@pytest.mark.parametrize("table", ["[modules.resource]\nnoverify = true", "[systemd]\nenable = true"])
+def test_a_broker_config_with_modules_or_systemd_gives_no_modules(tmp_path: Path, table: str) -> None:
+    (tmp_path / "plain").mkdir()
+    config = f"{files.broker_toml(Pods(tmp_path / 'plain').spec)}\n{table}\n"  # the Job's own, plus the table
+    assert Pods(tmp_path, brokerConfig=config).env["MC_WORKER_MODULES"] == ""
+
+
+@pytest.mark.parametrize("attribute", ["broker.rc1_path", "broker.rc3_path"])
+def test_broker_attributes_with_an_rc_of_their_own_give_no_modules(tmp_path: Path, attribute: str) -> None:
+    assert Pods(tmp_path, brokerAttributes={attribute: "/site/rc"}).env["MC_WORKER_MODULES"] == ""
