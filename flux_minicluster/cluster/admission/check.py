@@ -11,8 +11,7 @@ and answers per `minicluster:admission`: refuse, warn or off.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -119,30 +118,25 @@ def shape(spec: MiniClusterSpec, pod: dict[str, Any], size: int | None = None) -
 def read(
     api_client: Any, namespace: str, pod: dict[str, Any], request_timeout: tuple[float, float] = kube.REQUEST_TIMEOUT
 ) -> fit.Snapshot:
-    from kubernetes import client
+    def pages(path: str, **query: Any) -> list[dict[str, Any]]:
+        return list(_items(api_client, path, request_timeout, **query))
 
-    core = client.CoreV1Api(api_client)
-
-    def pages(call: Callable[..., Any], *args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-        return list(_items(call, *args, _request_timeout=request_timeout, **kwargs))
-
-    admitted, refusal = _dry_run(core, namespace, pod, request_timeout)
+    admitted, refusal = _dry_run(api_client, namespace, pod, request_timeout)
     return fit.Snapshot(
-        nodes=pages(core.list_node),
-        pods=pages(core.list_pod_for_all_namespaces, field_selector=HOLDING_RESOURCES),
-        quotas=pages(core.list_namespaced_resource_quota, namespace),
+        nodes=pages("/api/v1/nodes"),
+        pods=pages("/api/v1/pods", fieldSelector=HOLDING_RESOURCES),
+        quotas=pages(kube.api_path("v1", "resourcequotas", namespace)),
         admitted=admitted,
         refusal=refusal,
     )
 
 
-def _dry_run(core: Any, namespace: str, pod: dict[str, Any], timeout: tuple[float, float]) -> tuple[Any, str]:
+def _dry_run(api_client: Any, namespace: str, pod: dict[str, Any], timeout: tuple[float, float]) -> tuple[Any, str]:
     """The namespace's real admission for one broker pod (dryRun=All: nothing is stored): the pod as
     LimitRange defaulting made it, or the API server's reason for refusing it."""
     try:
-        response = core.create_namespaced_pod(
-            namespace, pod, dry_run="All", _preload_content=False, _request_timeout=timeout
-        )
+        path = kube.api_path("v1", "pods", namespace)
+        return kube.request(api_client, "POST", path, {"dryRun": "All"}, pod, timeout), ""
     except Exception as error:
         found, refused = kube.problem(error), f'pods "{pod["metadata"]["name"]}" is forbidden: '
         if "does not support dry run" in found.detail:  # a webhook with side effects: judge the pod as built
@@ -150,14 +144,12 @@ def _dry_run(core: Any, namespace: str, pod: dict[str, Any], timeout: tuple[floa
         if found.kind == "rejected" or refused in found.detail:  # admission said no; RBAC names a User instead
             return None, found.detail.removeprefix(refused)
         raise
-    return json.loads(response.data), ""
 
 
-def _items(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+def _items(api_client: Any, path: str, timeout: tuple[float, float], **query: Any) -> Iterator[dict[str, Any]]:
     token: str | None = None
     while True:
-        response = call(*args, limit=PAGE, _continue=token, _preload_content=False, **kwargs)
-        page = json.loads(response.data)
+        page = kube.request(api_client, "GET", path, {**query, "limit": PAGE, "continue": token}, timeout=timeout)
         yield from page.get("items") or []
         token = (page.get("metadata") or {}).get("continue")
         if not token:

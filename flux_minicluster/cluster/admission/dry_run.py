@@ -20,22 +20,18 @@ from flux_minicluster.builders import manifests, rendering
 from flux_minicluster.cluster import kube
 from flux_minicluster.config.spec import MiniClusterSpec
 
-CREATE = {
-    "Secret": ("CoreV1Api", "create_namespaced_secret"),
-    "ConfigMap": ("CoreV1Api", "create_namespaced_config_map"),
-    "Service": ("CoreV1Api", "create_namespaced_service"),
-    "Job": ("BatchV1Api", "create_namespaced_job"),
-    "Pod": ("CoreV1Api", "create_namespaced_pod"),
-    "ServiceAccount": ("CoreV1Api", "create_namespaced_service_account"),
-    "Role": ("RbacAuthorizationV1Api", "create_namespaced_role"),
-    "RoleBinding": ("RbacAuthorizationV1Api", "create_namespaced_role_binding"),
-    "ValidatingAdmissionPolicy": ("AdmissionregistrationV1Api", "create_validating_admission_policy"),
-    "ValidatingAdmissionPolicyBinding": ("AdmissionregistrationV1Api", "create_validating_admission_policy_binding"),
-}
-"""The built-in kinds the program creates, by the client call that creates each; others are custom."""
+PLURALS = {
+    "Secret": "secrets", "ConfigMap": "configmaps", "Service": "services", "Job": "jobs", "Pod": "pods",
+    "ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings",
+    "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
+    "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
+    "PodGroup": "podgroups", "ServiceMonitor": "servicemonitors",
+}  # fmt: skip
+"""Every kind the program creates, by its resource's name in the API's paths."""
+CUSTOM = {"PodGroup", "ServiceMonitor"}
+"""The kinds a CRD brings (the gang scheduler's, the Prometheus Operator's): a cluster may lack them."""
 CLUSTER_SCOPED = {"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 """autoscale.admissionPolicy's objects: they need a cluster of 1.30 or newer, and rights beyond the namespace."""
-PLURALS = {"PodGroup": "podgroups", "ServiceMonitor": "servicemonitors"}
 RESTRICTED_FITS = (
     "the namespace enforces a Pod Security Standard: minicluster:securityProfile restricted makes every pod "
     "the MiniCluster creates satisfy the restricted one"
@@ -71,19 +67,9 @@ def refusals(
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> None:
-    from kubernetes import client
-
-    options: dict[str, Any] = {"dry_run": "All", "_preload_content": False, "_request_timeout": timeout}
-    if obj["kind"] in CREATE:
-        api, call = CREATE[obj["kind"]]
-        scope = [] if obj["kind"] in CLUSTER_SCOPED else [obj["metadata"]["namespace"]]
-        getattr(getattr(client, api)(api_client), call)(*scope, obj, **options)
-        return
-    namespace = obj["metadata"]["namespace"]
-    group, version = obj["apiVersion"].split("/")
-    client.CustomObjectsApi(api_client).create_namespaced_custom_object(
-        group, version, namespace, PLURALS[obj["kind"]], obj, **options
-    )
+    namespace = None if obj["kind"] in CLUSTER_SCOPED else obj["metadata"]["namespace"]
+    path = kube.api_path(obj["apiVersion"], PLURALS[obj["kind"]], namespace)
+    kube.request(api_client, "POST", path, {"dryRun": "All"}, obj, timeout)
 
 
 def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str | None:
@@ -95,7 +81,7 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
         return _policy_problem(obj, found)
     if found.kind == "not-found" and f'namespaces "{spec.namespace}" not found' in found.detail:
         return f"namespace {spec.namespace!r} does not exist: create it, or set minicluster:namespace"
-    if found.kind == "not-found" and obj["kind"] in PLURALS:
+    if found.kind == "not-found" and obj["kind"] in CUSTOM:
         what_to_do = (
             f"install {spec.scheduler.gang if spec.scheduler else 'it'}, or unset minicluster:scheduler"
             if obj["kind"] == "PodGroup"
