@@ -36,6 +36,13 @@ def test_flux_view_serves_the_keygen_pod_too() -> None:
     assert {"name": "MC_FLUX_VIEW", "value": "/mnt/flux"} in pod["containers"][0]["env"]
 
 
+def test_the_keygen_container_sees_the_views_software_where_its_links_point() -> None:
+    """Found on the real node: the view's `flux` links into /opt/software, which the keygen pod lacked."""
+    keygen = deploy(config(fluxView={"enabled": True})).one("pulumi-python:dynamic/minicluster:CurveCertificate")
+    mounts = json.loads(keygen.inputs["pod"])["spec"]["containers"][0]["volumeMounts"]
+    assert {"name": "flux-view", "mountPath": "/opt/software", "subPath": "software", "readOnly": True} in mounts
+
+
 def test_without_flux_view_there_is_no_init_container() -> None:
     assert "initContainers" not in pod_of(deploy(config()))["spec"]
 

@@ -45,3 +45,13 @@ def mounts(spec: MiniClusterSpec) -> list[Manifest]:
     if spec.restricted:  # a user who may not write there gets the view's software mounted
         found.append({"name": FLUX_VIEW, "mountPath": paths.VIEW_SOFTWARE, "subPath": "software", "readOnly": True})
     return found
+
+
+def keygen_mounts(spec: MiniClusterSpec) -> list[Manifest]:
+    """Where the keygen container finds the flux view: the view, and its software mounted where the
+    view's links point, for root and uid 1000 alike. The keygen pod runs nothing but `flux keygen`, so
+    what the image itself keeps there does not matter to it (the Flux container merges the two)."""
+    return [
+        {"name": FLUX_VIEW, "mountPath": spec.flux_view.path},
+        {"name": FLUX_VIEW, "mountPath": paths.VIEW_SOFTWARE, "subPath": "software", "readOnly": True},
+    ]

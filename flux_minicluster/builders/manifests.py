@@ -253,7 +253,7 @@ def keygen_pod(spec: MiniClusterSpec) -> Manifest:
         view = flux_view.FLUX_VIEW
         pod_spec["initContainers"] = [flux_view.init_container(spec)]
         pod_spec["volumes"].append({"name": view, "emptyDir": {}})
-        container["volumeMounts"].append({"name": view, "mountPath": spec.flux_view.path})
+        container["volumeMounts"] += flux_view.keygen_mounts(spec)
         container["env"].append({"name": "MC_FLUX_VIEW", "value": spec.flux_view.path})
     pod_security.secure(spec, pod_spec)
     metadata = {"generateName": f"{spec.name}-keygen-", **_metadata(spec, None, "keygen")}
