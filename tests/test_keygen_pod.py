@@ -157,6 +157,26 @@ def test_a_container_that_ended_before_the_exec_is_reported_by_its_exit_not_as_a
     assert len(deleted(kube_api)) == 1
 
 
+def test_an_exec_cut_by_the_containers_end_is_reported_by_its_exit_once_the_kubelet_says_so(
+    kube_api: Cluster,
+) -> None:
+    """Found on the real node: the exec's connection ends with the container, without the command's
+    status, and the pod says Failed only at the kubelet's next report, a moment later."""
+    kube_api.kubelet = kubelet(Step(0.02, status=running()), Step(0.5, status=finished(127), log="flux: not found\n"))
+    kube_api.exec_handler = lambda _pod, _command: ("", "", None)  # the connection ends, no status
+    message = failure()
+    assert "has no `flux` command (exit 127)" in message
+    assert "the connection ended first" not in message
+    assert len(deleted(kube_api)) == 1
+
+
+def test_an_exec_that_ends_without_a_status_while_the_pod_runs_on_says_so(kube_api: Cluster) -> None:
+    kube_api.kubelet = kubelet(Step(0.02, status=running()))
+    kube_api.exec_handler = lambda _pod, _command: ("", "", None)
+    assert "could not read the certificate from the keygen pod (the connection ended first)" in failure()
+    assert len(deleted(kube_api)) == 1
+
+
 def test_a_failed_pod_shows_its_last_log_lines_without_key_material(kube_api: Cluster) -> None:
     leaked = f'flux-keygen: error\n    secret-key = "{CERT.secret_key}"\nflux-keygen: Permission denied\n'
     kube_api.kubelet = kubelet(Step(0.02, status=finished(1), log=leaked))

@@ -23,6 +23,9 @@ from flux_minicluster.config.certificate import CertificateError, CurveCertifica
 PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 COMMAND_NOT_FOUND = 127
 DONE = ("Succeeded", "Failed")
+ENDED_REPORT_WAIT = 5.0
+"""Seconds to watch for the keygen container's end after an exec connection ended without the command's
+status: the kubelet reports the end at its next look at the container (about a second)."""
 NEEDS = f"create, watch and delete on pods and {kube.EXEC_RIGHTS}"
 EXEC_NEEDS = f"{kube.EXEC_RIGHTS} (pulumi up reads the certificate through the exec API)"
 
@@ -78,7 +81,7 @@ class _Run:
         while not wait.over:
             seen = False
             watch_ends = wait.held_until(schedule_timeout)  # wake up when it has waited too long to be scheduled
-            for status in self._statuses(name, max(watch_ends - wait.clock.now(), 0.1)):
+            for status in self.statuses(name, max(watch_ends - wait.clock.now(), 0.1)):
                 seen = True
                 if status.phase in DONE or _running(status):
                     return status
@@ -98,7 +101,7 @@ class _Run:
                 wait.held_for(False)
         raise KeygenError(_timeout(self, name, wait.timeout))
 
-    def _statuses(self, name: str, remaining: float) -> Iterator[Any]:
+    def statuses(self, name: str, remaining: float) -> Iterator[Any]:
         """The pod's status now and at every change, until the server ends the watch (at `remaining`)."""
         from kubernetes import watch
 
@@ -185,9 +188,11 @@ def _certificate_by_exec(run: _Run, name: str, container: str, image: str, timeo
         doing = "reading the certificate from the keygen pod through the exec API"
         raise KeygenError(f"{_api_problem(error, run.namespace, doing, EXEC_NEEDS)}; the pod was deleted") from None
     if code != 0:
-        status = run.read(name).status
-        if status.phase in DONE:
-            raise KeygenError(_failure(run, name, status, image))
+        # Without the command's status the connection most often ended with the container, whose end the
+        # kubelet reports a moment later (found on the real node): wait for that, and say why it ended.
+        ended = _ended(run, name, within=ENDED_REPORT_WAIT if code is None else 0.0)
+        if ended is not None:
+            raise KeygenError(_failure(run, name, ended, image))
         why = "the connection ended first" if code is None else f"exit {code}: {redact(stderr.strip()) or 'no message'}"
         raise KeygenError(f"could not read the certificate from the keygen pod ({why}); run `pulumi up` again")
     try:
@@ -196,13 +201,18 @@ def _certificate_by_exec(run: _Run, name: str, container: str, image: str, timeo
         raise KeygenError(f"the keygen pod's certificate is not usable: {error}") from None
 
 
-def _ended(run: _Run, name: str) -> Any | None:
-    """The pod's status if it has ended (one more read; None if it runs or cannot be read)."""
+def _ended(run: _Run, name: str, within: float = 0.0) -> Any | None:
+    """The pod's status if it has ended, or ends `within` seconds (a watch); None if it runs on or
+    cannot be read."""
     try:
         status = run.read(name).status
+        if status.phase in DONE or within <= 0:
+            return status if status.phase in DONE else None
+        return next((status for status in run.statuses(name, within) if status.phase in DONE), None)
+    except KeygenError:
+        raise
     except Exception:
         return None
-    return status if status.phase in DONE else None
 
 
 def _running(status: Any) -> bool:
