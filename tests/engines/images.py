@@ -25,14 +25,20 @@ import subprocess
 import tarfile
 from pathlib import Path
 
+from flux_minicluster.config import paths
 from tests.engines.versions import ENGINES, NODE_BIN, ROOT
-from tests.kubelet.image import FLUX_PREFIX, IMAGE_FLUX_BIN, IMAGE_PATH, STANDINS, real, standin_flux
+from tests.kubelet.image import FLUX_PREFIX, IMAGE_FLUX_BIN, IMAGE_PATH, STANDINS, SYSTEM_PATH, real, standin_flux
 
 SUITE = "bookworm"
 BASE_PACKAGES = ("python3",)
 """The pods' scripts need bash, coreutils, util-linux (every Debian root has them) and Python 3."""
 FLUX_PYTHON_PACKAGES = ("python3-cffi-backend", "python3-yaml", "python3-ply")
 """What flux-core's Python modules import beside the standard library."""
+APP_WITHOUT_FLUX = "minicluster.test/app-without-flux:1"
+"""An application image with no Flux of its own (bash and Python only), for a MiniCluster that takes
+its Flux from a flux view."""
+VIEW = "/opt/views/._view/minicluster0"
+VIEW_FLUX_BIN = f"{paths.VIEW_SOFTWARE}/flux-standin/bin"
 SANDBOX = "minicluster.test/pause:1"
 """The sandbox image's name, as the node's containerd configuration pins it (tests/engines/node.py)."""
 CACHE = ENGINES / "images"
@@ -128,6 +134,22 @@ def flux_layer() -> bytes:
     return layer.getvalue()
 
 
+def view_layer() -> bytes:
+    """A flux view, laid out as the flux-operator's flux-view images hold one: Flux installed under
+    /opt/software, and a view under /opt/views/._view/<hash> whose files link there (flux_view.py's
+    init container copies both). Its Flux is the stand-in, in instance mode, even where flux-core is
+    installed: flux-core's paths are compiled in at its own prefix, so a build of it cannot move into
+    a view, where a view image's own build was made for one."""
+    layer = io.BytesIO()
+    with tarfile.open(fileobj=layer, mode="w") as tar:
+        _directory(tar, VIEW_FLUX_BIN)
+        tar.add(STANDINS / "flux_broker.py", arcname=f"{VIEW_FLUX_BIN.lstrip('/')}/flux_broker.py")
+        tar.add(STANDINS / "flux", arcname=f"{VIEW_FLUX_BIN.lstrip('/')}/standin-flux")
+        _file(tar, f"{VIEW_FLUX_BIN}/flux", standin_flux(VIEW_FLUX_BIN).encode(), 0o755)
+        _symlink(tar, f"{VIEW}/bin/flux", f"{VIEW_FLUX_BIN}/flux")
+    return layer.getvalue()
+
+
 def sandbox_layer() -> bytes:
     layer = io.BytesIO()
     with tarfile.open(fileobj=layer, mode="w") as tar:
@@ -218,9 +240,10 @@ def build(folder: Path) -> list[str]:
     shutil.rmtree(folder, ignore_errors=True)
     layout = OciLayout(folder)
     base = layout.file_blob(root, LAYER)
-    flux = layout.blob(flux_layer(), LAYER)
+    flux, view = layout.blob(flux_layer(), LAYER), layout.blob(view_layer(), LAYER)
     environment: dict[str, object] = {"Env": [f"PATH={IMAGE_PATH}"], "Cmd": ["/bin/bash"], "WorkingDir": "/"}
-    layout.image(names, [base, flux], environment)
+    layout.image(names, [base, flux, view], environment)  # any of them may serve as a flux view's image
+    layout.image([APP_WITHOUT_FLUX], [base], {**environment, "Env": [f"PATH={SYSTEM_PATH}"]})
     layout.image([SANDBOX], [layout.blob(sandbox_layer(), LAYER)], {"Entrypoint": ["/pause"]})
     layout.index()
-    return [*names, SANDBOX]
+    return [*names, APP_WITHOUT_FLUX, SANDBOX]

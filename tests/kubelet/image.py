@@ -56,10 +56,10 @@ def flux_mounts() -> list[str]:
     return [] if source == Path(IMAGE_FLUX_BIN) else ["--mount", str(source), IMAGE_FLUX_BIN, "ro"]
 
 
-def standin_flux() -> str:
-    """The image's `flux` where flux-core is not installed: the stand-in beside it (`standin-flux`, with
-    flux_broker.py), in instance mode."""
-    return f'#!/bin/sh\nexec env STANDIN_INSTANCE=1 {STANDIN_PYTHON} {IMAGE_FLUX_BIN}/standin-flux "$@"\n'
+def standin_flux(bin_dir: str = IMAGE_FLUX_BIN) -> str:
+    """The image's `flux` (in `bin_dir`) where flux-core is not installed: the stand-in beside it
+    (`standin-flux`, with flux_broker.py), in instance mode."""
+    return f'#!/bin/sh\nexec env STANDIN_INSTANCE=1 {STANDIN_PYTHON} {bin_dir}/standin-flux "$@"\n'
 
 
 @functools.cache
