@@ -13,8 +13,8 @@ from flux_minicluster.config import lifecycle, paths, rules
 from flux_minicluster.config.spec import MiniClusterSpec
 
 SCRIPTS = (
-    paths.ENTRYPOINT_SCRIPT, "lib.sh", "saved_instance.sh", "stopping.sh", "instance.sh", "worker_rc.sh",
-    paths.RESIZE_SCRIPT,
+    paths.ENTRYPOINT_SCRIPT, "lib.sh", "readiness.sh", "saved_instance.sh", "stopping.sh", "instance.sh",
+    "worker_rc.sh", paths.RESIZE_SCRIPT,
     paths.READINGS_SCRIPT, paths.METRICS_SCRIPT, paths.AUTOSCALER_ENTRY, paths.AUTOSCALER_SCRIPT,
     paths.AUTOSCALING_MODULE, paths.CLUSTER_API_MODULE,
 )  # fmt: skip

@@ -9,10 +9,11 @@
 #
 # Static: the Job configures it with MC_* variables (all required; defined in builders/files.py) and
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
-# init.sh, pre.sh and post.sh, and the other scripts: lib.sh, saved_instance.sh (rank 0 across pods),
-# stopping.sh (what a broker does before it stops), worker_rc.sh (a worker broker's rc1 and rc3),
-# instance.sh (rank 0's program for batch, interactive, the RESTful API), resize.sh, and the Python
-# companion started beside the broker: metrics.py (metrics.enabled). autoscaler.sh is another container's.
+# init.sh, pre.sh and post.sh, and the other scripts: lib.sh, readiness.sh (the readiness probe),
+# saved_instance.sh (rank 0 across pods), stopping.sh (what a broker does before it stops), worker_rc.sh
+# (a worker broker's rc1 and rc3), instance.sh (rank 0's program for batch, interactive, the RESTful
+# API), resize.sh, and the Python companion started beside the broker: metrics.py (metrics.enabled).
+# autoscaler.sh is another container's.
 # The current size and quorum are read at start from MC_SCALE_DIR, which a resize rewrites in place.
 # Stopping: SIGTERM is passed to the broker, and the pod exits 143 (never 0: a Job does not rerun a
 # succeeded index); rank 0 first hands the instance over, a worker first leaves it (stopping.sh).
@@ -22,6 +23,8 @@ if [[ ${MC_STRICT:?} == true ]]; then set -euo pipefail; fi
 if [[ ${MC_DEBUG:?} == true ]]; then set -x; fi
 # shellcheck source=lib.sh source-path=SCRIPTDIR
 source "${MC_RUN_CONFIG_DIR:?}/lib.sh"
+# shellcheck source=readiness.sh source-path=SCRIPTDIR
+source "$run_config/readiness.sh"
 
 rejoin_mark=$state/rejoin # written on every rank (flux exec) by a rank 0 that is going away
 broker_pid=""
@@ -149,35 +152,6 @@ run_broker() {
   rm -f "$state/broker.pid" "$state/ready"
   broker_pid=""
   return "$status"
-}
-
-# The readiness probe. Until the broker is up it asks Flux, and keeps asking for a while (MC_READY_LOOKS
-# times, MC_READY_LOOK apart; also while the broker has not been started yet) before it answers no, so
-# that the pod is Ready a moment after its broker is, not a probe period later; then it remembers which
-# broker said so, and asks only whether that broker still runs (run_broker forgets it when it exits).
-# The broker's own log says when it entered the run state: `flux uptime` would say so too, but it
-# crashes (flux-core 0.88) when the instance's owner has no passwd entry, as the pods' user may not have.
-ready() {
-  local pid="" looks=0
-  while :; do
-    pid=""
-    if [[ -r $state/broker.pid ]]; then pid=$(<"$state/broker.pid"); fi
-    if [[ -n $pid ]]; then
-      kill -0 "$pid" 2>/dev/null || return 1
-      if [[ -r $state/ready && $(<"$state/ready") == "$pid" ]]; then return 0; fi
-      if in_run_state; then
-        printf '%s\n' "$pid" >"$state/ready"
-        return 0
-      fi
-    fi
-    looks=$((looks + 1))
-    ((looks < ${MC_READY_LOOKS:?})) || return 1
-    sleep "${MC_READY_LOOK:?}"
-  done
-}
-
-in_run_state() {
-  [[ $(FLUX_URI=$local_uri "$flux" dmesg 2>/dev/null) == *" quorum->run "* ]]
 }
 
 # Beside the broker, for the pod's life (the container's end ends them): Prometheus metrics
