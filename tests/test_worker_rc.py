@@ -94,6 +94,12 @@ def test_another_flux_version_runs_flux_own_rc(tmp_path: Path) -> None:
     assert flux.calls() == ["modprobe rc1"]
 
 
+def test_flux_own_rc_runs_through_the_pods_flux_where_path_has_none(tmp_path: Path) -> None:
+    flux = InstalledFlux(tmp_path / "flux", version=FLUX_0_88.replace("0.88.0", "0.89.0"))
+    assert run_rc(tmp_path, 1, flux, {"PATH": "/usr/bin:/bin"}) == 0
+    assert flux.calls() == ["modprobe rc1"]
+
+
 def test_a_flux_whose_rc_is_not_modprobe_runs_that_rc(tmp_path: Path) -> None:
     older = tmp_path / "flux" / "libexec" / "flux" / "rc3"
     flux = InstalledFlux(tmp_path / "flux", rc_path=f"{older.parent}/rc{{level}}")
@@ -122,7 +128,11 @@ def test_a_module_table_or_rc_script_beyond_flux_own_runs_flux_own_rc(tmp_path: 
     assert flux.calls() == ["modprobe rc1"]
 
 
-@pytest.mark.parametrize("variable", ["FLUX_MODPROBE_PATH", "FLUX_MODPROBE_PATH_APPEND", "FLUX_RC_EXTRA"])
+@pytest.mark.parametrize(
+    "variable",
+    ["FLUX_MODPROBE_PATH", "FLUX_MODPROBE_PATH_APPEND", "FLUX_MODPROBE_PATH_PREPEND", "FLUX_MODPROBE_DISABLE",
+     "FLUX_RC_EXTRA"],
+)  # fmt: skip
 def test_a_search_path_of_the_environments_runs_flux_own_rc(tmp_path: Path, variable: str) -> None:
     flux = InstalledFlux(tmp_path / "flux")
     assert run_rc(tmp_path, 1, flux, {variable: str(tmp_path)}) == 0

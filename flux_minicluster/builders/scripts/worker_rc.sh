@@ -18,11 +18,13 @@ level=${1:?usage: worker_rc.sh 1|3}
 flux=${MC_FLUX:?}
 read -ra modules <<<"${MC_WORKER_MODULES?}"
 
+# Flux's rc path is a command line ("flux modprobe rc1"): its flux is this pod's (MC_FLUX), wherever PATH
+# points.
 flux_own() {
-  local own
-  own=$("$flux" config builtin "rc${level}_path")
-  # shellcheck disable=SC2086 # Flux's rc path is a command line ("flux modprobe rc1"), split as its broker splits it
-  exec $own
+  local -a own
+  read -ra own <<<"$("$flux" config builtin "rc${level}_path")"
+  if [[ ${own[0]} == flux ]]; then own[0]=$flux; fi
+  exec "${own[@]}"
 }
 
 # Files that would add to modprobe's plan or run as rc scripts (nullglob: none is an empty list).
@@ -41,9 +43,12 @@ site_additions() {
 }
 
 short_way_applies() {
-  local version
+  local version variable
   ((${#modules[@]} > 0)) || return 1
-  [[ -z ${FLUX_MODPROBE_PATH+set}${FLUX_MODPROBE_PATH_APPEND+set}${FLUX_RC_EXTRA+set} ]] || return 1
+  for variable in FLUX_MODPROBE_PATH FLUX_MODPROBE_PATH_APPEND FLUX_MODPROBE_PATH_PREPEND FLUX_MODPROBE_DISABLE \
+    FLUX_RC_EXTRA; do
+    [[ -z ${!variable+set} ]] || return 1 # each changes what modprobe loads, or adds rc scripts
+  done
   [[ $("$flux" config builtin "rc${level}_path") == "flux modprobe rc${level}" ]] || return 1
   version=$("$flux" version)
   [[ $version =~ commands:[[:space:]]+([^[:space:]]+) && ${BASH_REMATCH[1]} == "${MC_WORKER_RC_FLUX:?}"* ]] || return 1
