@@ -127,11 +127,16 @@ def flux_layer() -> bytes:
             if Path(IMAGE_FLUX_BIN).parent != FLUX_PREFIX:
                 _symlink(tar, IMAGE_FLUX_BIN, str(FLUX_PREFIX / "bin"))
         else:
-            _directory(tar, IMAGE_FLUX_BIN)
-            tar.add(STANDINS / "flux_broker.py", arcname=f"{IMAGE_FLUX_BIN.lstrip('/')}/flux_broker.py")
-            tar.add(STANDINS / "flux", arcname=f"{IMAGE_FLUX_BIN.lstrip('/')}/standin-flux")
-            _file(tar, f"{IMAGE_FLUX_BIN}/flux", standin_flux().encode(), 0o755)
+            _standin(tar, IMAGE_FLUX_BIN)
     return layer.getvalue()
+
+
+def _standin(tar: tarfile.TarFile, bin_dir: str) -> None:
+    """The stand-in `flux` in `bin_dir`, in instance mode, with its broker beside it."""
+    _directory(tar, bin_dir)
+    tar.add(STANDINS / "flux_broker.py", arcname=f"{bin_dir.lstrip('/')}/flux_broker.py")
+    tar.add(STANDINS / "flux", arcname=f"{bin_dir.lstrip('/')}/standin-flux")
+    _file(tar, f"{bin_dir}/flux", standin_flux(bin_dir).encode(), 0o755)
 
 
 def view_layer() -> bytes:
@@ -142,10 +147,7 @@ def view_layer() -> bytes:
     a view, where a view image's own build was made for one."""
     layer = io.BytesIO()
     with tarfile.open(fileobj=layer, mode="w") as tar:
-        _directory(tar, VIEW_FLUX_BIN)
-        tar.add(STANDINS / "flux_broker.py", arcname=f"{VIEW_FLUX_BIN.lstrip('/')}/flux_broker.py")
-        tar.add(STANDINS / "flux", arcname=f"{VIEW_FLUX_BIN.lstrip('/')}/standin-flux")
-        _file(tar, f"{VIEW_FLUX_BIN}/flux", standin_flux(VIEW_FLUX_BIN).encode(), 0o755)
+        _standin(tar, VIEW_FLUX_BIN)
         _symlink(tar, f"{VIEW}/bin/flux", f"{VIEW_FLUX_BIN}/flux")
     return layer.getvalue()
 
