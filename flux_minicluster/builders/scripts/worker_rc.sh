@@ -17,12 +17,12 @@ set -euo pipefail
 level=${1:?usage: worker_rc.sh 1|3}
 flux=${MC_FLUX:?}
 read -ra modules <<<"${MC_WORKER_MODULES?}"
+own_rc=$("$flux" config builtin "rc${level}_path") # Flux's own rc, a command line: "flux modprobe rc1"
 
-# Flux's rc path is a command line ("flux modprobe rc1"): its flux is this pod's (MC_FLUX), wherever PATH
-# points.
+# Flux's own rc, its flux this pod's (MC_FLUX), wherever PATH points.
 flux_own() {
   local -a own
-  read -ra own <<<"$("$flux" config builtin "rc${level}_path")"
+  read -ra own <<<"$own_rc"
   if [[ ${own[0]} == flux ]]; then own[0]=$flux; fi
   exec "${own[@]}"
 }
@@ -49,7 +49,7 @@ short_way_applies() {
     FLUX_RC_EXTRA; do
     [[ -z ${!variable+set} ]] || return 1 # each changes what modprobe loads, or adds rc scripts
   done
-  [[ $("$flux" config builtin "rc${level}_path") == "flux modprobe rc${level}" ]] || return 1
+  [[ $own_rc == "flux modprobe rc${level}" ]] || return 1
   version=$("$flux" version)
   [[ $version =~ commands:[[:space:]]+([^[:space:]]+) && ${BASH_REMATCH[1]} == "${MC_WORKER_RC_FLUX:?}"* ]] || return 1
   ! site_additions
