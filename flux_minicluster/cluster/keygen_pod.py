@@ -206,13 +206,13 @@ def _ended(run: _Run, name: str, within: float = 0.0) -> Any | None:
     cannot be read."""
     try:
         status = run.read(name).status
-        if status.phase in DONE or within <= 0:
-            return status if status.phase in DONE else None
-        return next((status for status in run.statuses(name, within) if status.phase in DONE), None)
+        if status.phase not in DONE and within > 0:
+            status = next((seen for seen in run.statuses(name, within) if seen.phase in DONE), status)
     except KeygenError:
         raise
     except Exception:
         return None
+    return status if status.phase in DONE else None
 
 
 def _running(status: Any) -> bool:
