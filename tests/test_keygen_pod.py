@@ -170,6 +170,37 @@ def test_an_exec_cut_by_the_containers_end_is_reported_by_its_exit_once_the_kube
     assert len(deleted(kube_api)) == 1
 
 
+def test_an_exec_refused_because_the_container_ended_waits_for_the_kubelet_to_say_why(kube_api: Cluster) -> None:
+    """Found in CI on the real node: the runtime refuses the exec (500) as soon as the container has
+    ended, and the pod says Failed only at the kubelet's next report, a moment later."""
+    kube_api.kubelet = kubelet(
+        Step(0.02, status=running()), Step(0.01, ends=True), Step(0.5, status=finished(127), log="flux: not found\n")
+    )
+
+    def exec_after_the_end(number: int) -> None:
+        if kube_api.requests[number - 1][1].endswith("/exec"):
+            time.sleep(0.1)  # the exec reaches the kubelet after the container ended, before the report
+
+    kube_api.on_request = exec_after_the_end
+    message = failure()
+    assert "has no `flux` command (exit 127)" in message
+    assert "API server failed" not in message
+    assert len(deleted(kube_api)) == 1
+
+
+def test_an_exec_denied_by_rbac_is_not_waited_on(kube_api: Cluster) -> None:
+    """Only a refusal that can come from an ended container is worth a watch: a 403 is told at once."""
+    kube_api.kubelet = kubelet(Step(0.02, status=running()))
+    kube_api.fail("GET", "/exec", 403, 'pods "dev-keygen" is forbidden: cannot create resource "pods/exec"')
+    assert 'cannot create resource "pods/exec"' in failure()
+    assert len(watches(kube_api)) == 1  # the watch until the container ran, and none after the refusal
+
+
+def watches(api: Cluster) -> list[str]:
+    """The pod's watches (the client lists with watch=true on the collection's path)."""
+    return [path for method, path, _ in api.requests if method == "GET" and path.endswith("/pods")]
+
+
 def test_an_exec_that_ends_without_a_status_while_the_pod_runs_on_says_so(kube_api: Cluster) -> None:
     kube_api.kubelet = kubelet(Step(0.02, status=running()))
     kube_api.exec_handler = lambda _pod, _command: ("", "", None)

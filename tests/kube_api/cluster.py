@@ -44,6 +44,9 @@ class Step:
     node: str | None = None
     log: str = ""
     delete: bool = False
+    ends: bool = False
+    """The container's process ends here: the runtime refuses an exec into it from now on, though the
+    pod's status says so only at a later step (the kubelet's next report), as on a real node."""
 
 
 ExecHandler = Callable[[Json, list[str]], tuple[str, str, int | None]]
@@ -82,6 +85,8 @@ class Cluster:
     on_request: Callable[[int], None] | None = None
     """Called with each request's number (from 1) before it is answered: to change the cluster mid-command."""
     exec_handler: ExecHandler | None = None
+    ended: set[tuple[str, str]] = field(default_factory=set)
+    """(namespace, name) of pods whose container has ended at the runtime (Step.ends)."""
     accounts: dict[str, Account] = field(default_factory=dict)
     """Service accounts by their token, each with its Role's rules (rbac.py); other tokens are the admin's."""
     lock: threading.Condition = field(default_factory=threading.Condition)
@@ -95,7 +100,7 @@ class Cluster:
     def reset(self) -> Cluster:
         """As new: one namespace and nothing in it (for a server shared by a module's tests)."""
         with self.lock:
-            for store in (self.pods, self.jobs, self.config_maps, self.logs, self.previous_logs):
+            for store in (self.pods, self.jobs, self.config_maps, self.logs, self.previous_logs, self.ended):
                 store.clear()
             for items in (self.events, self.faults, self.requests, self.nodes, self.quotas, self.limit_ranges,
                           self.field_managers, self.webhooks):  # fmt: skip
@@ -183,6 +188,8 @@ class Cluster:
                     self.pods.pop(key)
                     self._record("DELETED", pod)
                     return
+                if step.ends:
+                    self.ended.add(key)
                 if step.node:
                     pod["spec"]["nodeName"] = step.node
                 if step.status is not None:

@@ -169,10 +169,11 @@ class PodRoutes(Answers):
         if pod is None:
             return
         container = self.query.get("container") or pod["spec"]["containers"][0]["name"]
-        for status in pod["status"].get("containerStatuses") or []:
-            if status["name"] == container and status["state"].get("terminated"):  # the kubelet has no process
-                self._status(500, f'unable to upgrade connection: container not found ("{container}")')
-                return
+        statuses = pod["status"].get("containerStatuses") or []
+        ended = any(status["name"] == container and status["state"].get("terminated") for status in statuses)
+        if ended or (ns, name) in self.cluster.ended:  # the runtime has no process to exec into
+            self._status(500, f'unable to upgrade connection: container not found ("{container}")')
+            return
         key = self.headers["Sec-WebSocket-Key"]
         accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()
         self.send_response(101)
