@@ -6,13 +6,15 @@
 # rebuild after a change of pin short.
 # tests/engines/node.py runs them.
 #
-# Usage: tests/engines/node.sh [PREFIX]    (default: $MC_ENGINES, else /opt/minicluster-engines)
+# Usage: tests/engines/node.sh [PREFIX [PART...]]    (PREFIX: $MC_ENGINES, else /opt/minicluster-engines;
+#        PARTS: runc containerd cni_plugins kubelet coredns pause, all by default)
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 MC_ENGINES=${1:-${MC_ENGINES:-/opt/minicluster-engines}}
-export MC_ENGINES GOFLAGS=-mod=mod
+export MC_ENGINES
 eval "$(python3 "$here/versions.py")"
+export GOFLAGS=$ENGINES_GOFLAGS
 build=$MC_ENGINES/build/node
 mkdir -p "$build" "$NODE_BIN/cni"
 
@@ -53,8 +55,8 @@ runc() {
   wrapper "$build/runc" "github.com/opencontainers/runc@v$RUNC" github.com/opencontainers/runc/libcontainer
   (cd "$build/runc" &&
     PKG_CONFIG_SYSROOT_DIR=$sysroot PKG_CONFIG_LIBDIR=$sysroot/usr/lib/x86_64-linux-gnu/pkgconfig CGO_ENABLED=1 \
-      go build -trimpath -buildmode=pie -tags "seccomp urfave_cli_no_docs netgo osusergo" \
-      -ldflags "-X main.version=$RUNC -linkmode external -extldflags -static-pie" \
+      go build -buildmode=pie -tags "seccomp urfave_cli_no_docs netgo osusergo" \
+      -ldflags "$ENGINES_LDFLAGS -X main.version=$RUNC -linkmode external -extldflags -static-pie" \
       -o "$NODE_BIN/runc.new" "github.com/opencontainers/runc")
   mv "$NODE_BIN/runc.new" "$NODE_BIN/runc"
 }
@@ -62,12 +64,12 @@ runc() {
 containerd() {
   [[ -x $NODE_BIN/containerd-shim-runc-v2 ]] && return
   echo "== containerd $CONTAINERD, ctr and containerd-shim-runc-v2"
-  local module=github.com/containerd/containerd/v2 version="-X github.com/containerd/containerd/v2/version.Version=v$CONTAINERD"
+  local module=github.com/containerd/containerd/v2 version="$ENGINES_LDFLAGS -X github.com/containerd/containerd/v2/version.Version=v$CONTAINERD"
   wrapper "$build/containerd" "$module@v$CONTAINERD" "$module/cmd/containerd/server" "$module/cmd/ctr/app"
   (cd "$build/containerd" && export CGO_ENABLED=0 &&
-    go build -trimpath -tags "urfave_cli_no_docs osusergo netgo static_build" -ldflags "$version" -o "$NODE_BIN/containerd" "$module/cmd/containerd" &&
-    go build -trimpath -tags "urfave_cli_no_docs osusergo netgo static_build" -ldflags "$version" -o "$NODE_BIN/ctr" "$module/cmd/ctr" &&
-    go build -trimpath -tags "urfave_cli_no_docs osusergo netgo static_build no_grpc" -ldflags "$version" \
+    go build -tags "urfave_cli_no_docs osusergo netgo static_build" -ldflags "$version" -o "$NODE_BIN/containerd" "$module/cmd/containerd" &&
+    go build -tags "urfave_cli_no_docs osusergo netgo static_build" -ldflags "$version" -o "$NODE_BIN/ctr" "$module/cmd/ctr" &&
+    go build -tags "urfave_cli_no_docs osusergo netgo static_build no_grpc" -ldflags "$version" \
       -o "$NODE_BIN/containerd-shim-runc-v2.new" "$module/cmd/containerd-shim-runc-v2")
   mv "$NODE_BIN/containerd-shim-runc-v2.new" "$NODE_BIN/containerd-shim-runc-v2"
 }
@@ -78,15 +80,16 @@ cni_plugins() {
   local module=github.com/containernetworking/plugins plugin
   wrapper "$build/cni" "$module@v$CNI_PLUGINS" "$module/pkg/ip"
   for plugin in main/loopback ipam/host-local main/bridge meta/portmap; do
-    (cd "$build/cni" && CGO_ENABLED=0 go build -trimpath -o "$NODE_BIN/cni/${plugin#*/}" "$module/plugins/$plugin")
+    (cd "$build/cni" && CGO_ENABLED=0 go build -ldflags "$ENGINES_LDFLAGS" -o "$NODE_BIN/cni/${plugin#*/}" "$module/plugins/$plugin")
   done
 }
 
 kubelet() {
   [[ -x $NODE_BIN/kubelet ]] && return
   echo "== the kubelet $KUBERNETES (on top of the control plane's build cache)"
-  # The control plane's wrapper module (install.sh) with the kubelet's command added.
-  local work=$build/kubelet major=${KUBERNETES%%.*} minor=${KUBERNETES#*.} stamp=() package
+  # install.sh builds it with the control plane's commands; this is for a node of new pins beside a
+  # control plane built before: its wrapper module (install.sh) with the kubelet's command added.
+  local work=$build/kubelet major=${KUBERNETES%%.*} minor=${KUBERNETES#*.} stamp=("$ENGINES_LDFLAGS") package
   mkdir -p "$work"
   cp "$MC_ENGINES/build/kubernetes-$KUBERNETES/go.mod" "$work/go.mod"
   printf 'package node\n\nimport _ "k8s.io/kubernetes/cmd/kubelet/app"\n' >"$work/node.go"
@@ -95,7 +98,7 @@ kubelet() {
     stamp+=("-X $package.gitVersion=v$KUBERNETES" "-X $package.gitMajor=$major" "-X $package.gitMinor=${minor%%.*}"
       "-X $package.gitTreeState=clean")
   done
-  (cd "$work" && CGO_ENABLED=0 go build -trimpath -ldflags "${stamp[*]}" -o "$NODE_BIN/kubelet.new" k8s.io/kubernetes/cmd/kubelet)
+  (cd "$work" && CGO_ENABLED=0 go build -ldflags "${stamp[*]}" -o "$NODE_BIN/kubelet.new" k8s.io/kubernetes/cmd/kubelet)
   mv "$NODE_BIN/kubelet.new" "$NODE_BIN/kubelet"
 }
 
@@ -105,20 +108,22 @@ coredns() {
   local module=github.com/coredns/coredns
   wrapper "$build/coredns" "$module@v$COREDNS" "$module/coremain"
   cp "$here/coredns/main.go" "$build/coredns/node.go"
-  (cd "$build/coredns" && go mod tidy && CGO_ENABLED=0 go build -trimpath -o "$NODE_BIN/coredns" .)
+  (cd "$build/coredns" && go mod tidy && CGO_ENABLED=0 go build -ldflags "$ENGINES_LDFLAGS" -o "$NODE_BIN/coredns" .)
 }
 
 pause() { # the project's own code: built every time (the build cache makes that a second)
   mkdir -p "$build/pause"
   cp "$here/pause/main.go" "$build/pause/main.go"
   printf 'module minicluster.test/pause\n\ngo 1.24\n' >"$build/pause/go.mod"
-  (cd "$build/pause" && CGO_ENABLED=0 go build -trimpath -o "$NODE_BIN/pause" .)
+  (cd "$build/pause" && CGO_ENABLED=0 go build -ldflags "$ENGINES_LDFLAGS" -o "$NODE_BIN/pause" .)
 }
 
-runc
-containerd
-cni_plugins
-kubelet
-coredns
-pause
-echo "the real node's programs are built at $NODE_BIN"
+parts=("${@:2}")
+[[ ${#parts[@]} -gt 0 ]] || parts=(runc containerd cni_plugins kubelet coredns pause)
+for part in "${parts[@]}"; do
+  case $part in
+    runc | containerd | cni_plugins | kubelet | coredns | pause) "$part" ;;
+    *) echo "node.sh: no part $part" >&2 && exit 2 ;;
+  esac
+done
+echo "the real node's programs (${parts[*]}) are built at $NODE_BIN"

@@ -13,8 +13,9 @@ set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 MC_ENGINES=${1:-${MC_ENGINES:-/opt/minicluster-engines}}
-export MC_ENGINES GOFLAGS=-mod=mod CGO_ENABLED=0
+export MC_ENGINES CGO_ENABLED=0
 eval "$(python3 "$here/versions.py")"
+export GOFLAGS=$ENGINES_GOFLAGS
 cli_bin=$MC_ENGINES/pulumi-$PULUMI/bin
 provider_bin=$MC_ENGINES/pulumi-kubernetes-$PULUMI_KUBERNETES/bin
 version_flag=github.com/pulumi/pulumi/sdk/v3/go/common/version.Version
@@ -47,7 +48,7 @@ cli() {
   install -m 755 "$sdk/python/cmd/pulumi-language-python-exec" "$sdk/python/dist/pulumi-resource-pulumi-python" \
     "$cli_bin/"
   (cd "$MC_ENGINES/build/pulumi-$PULUMI" &&
-    go build -trimpath -ldflags "-X $version_flag=v$PULUMI" -o "$cli_bin/pulumi.new" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+    go build -ldflags "$ENGINES_LDFLAGS -X $version_flag=v$PULUMI" -o "$cli_bin/pulumi.new" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
   mv "$cli_bin/pulumi.new" "$cli_bin/pulumi" # last: its presence says the whole part is built
 }
 
@@ -58,7 +59,7 @@ language_host() {
     "github.com/pulumi/pulumi/sdk/v3 v$PULUMI_PYTHON_HOST" github.com/pulumi/pulumi/sdk/v3/python/cmd/pulumi-language-python \
     "replace golang.org/x/text => golang.org/x/text v0.3.6"
   (cd "$MC_ENGINES/build/pulumi-language-python-$PULUMI_PYTHON_HOST" &&
-    go build -trimpath -ldflags "-X $version_flag=v$PULUMI_PYTHON_HOST" -o "$cli_bin/pulumi-language-python" \
+    go build -ldflags "$ENGINES_LDFLAGS -X $version_flag=v$PULUMI_PYTHON_HOST" -o "$cli_bin/pulumi-language-python" \
       github.com/pulumi/pulumi/sdk/v3/python/cmd/pulumi-language-python)
 }
 
@@ -70,7 +71,7 @@ sdk_host() {
   echo "== the language host $name $version"
   wrapper "$MC_ENGINES/build/$name-$version" "github.com/pulumi/pulumi/sdk/v3 v$version" "$package"
   (cd "$MC_ENGINES/build/$name-$version" &&
-    go build -trimpath -ldflags "-X $version_flag=v$version" -o "$cli_bin/$name" "$package")
+    go build -ldflags "$ENGINES_LDFLAGS -X $version_flag=v$version" -o "$cli_bin/$name" "$package")
 }
 
 # Pulumi YAML's host, for the component package's YAML example: a process of its own, built with the
@@ -81,7 +82,7 @@ yaml_host() {
   wrapper "$MC_ENGINES/build/pulumi-language-yaml-$PULUMI_YAML" \
     "github.com/pulumi/pulumi-yaml v$PULUMI_YAML" github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml
   (cd "$MC_ENGINES/build/pulumi-language-yaml-$PULUMI_YAML" &&
-    go build -trimpath -ldflags "-X github.com/pulumi/pulumi-yaml/pkg/version.Version=v$PULUMI_YAML" \
+    go build -ldflags "$ENGINES_LDFLAGS -X github.com/pulumi/pulumi-yaml/pkg/version.Version=v$PULUMI_YAML" \
       -o "$cli_bin/pulumi-language-yaml" github.com/pulumi/pulumi-yaml/cmd/pulumi-language-yaml)
 }
 
@@ -96,7 +97,7 @@ sdkgen() {
     "replace github.com/pulumi/pulumi/sdk/v3 => github.com/pulumi/pulumi/sdk/v3 v$PULUMI" \
     "replace github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e" \
     >"$work/go.mod"
-  (cd "$work" && go mod tidy && go build -trimpath -o "$MC_ENGINES/sdkgen/bin/sdkgen" .)
+  (cd "$work" && go mod tidy && go build -ldflags "$ENGINES_LDFLAGS" -o "$MC_ENGINES/sdkgen/bin/sdkgen" .)
 }
 
 # The provider's module points the SDK's at its sibling folder and embeds a schema its build makes
@@ -112,8 +113,8 @@ provider() {
   chmod -R u+w "$work"
   (cd "$work/provider/cmd/pulumi-resource-kubernetes" && VERSION=$PULUMI_KUBERNETES go generate)
   mkdir -p "$provider_bin"
-  (cd "$work/provider" && go build -trimpath -o "$provider_bin/pulumi-resource-kubernetes" \
-    -ldflags "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$PULUMI_KUBERNETES" \
+  (cd "$work/provider" && go build -o "$provider_bin/pulumi-resource-kubernetes" \
+    -ldflags "$ENGINES_LDFLAGS -X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$PULUMI_KUBERNETES" \
     ./cmd/pulumi-resource-kubernetes)
 }
 

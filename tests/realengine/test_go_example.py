@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.engines.versions import GO_TEST_BUILD
 from tests.harness import ROOT
 from tests.realengine.generated_sdk import errors, example_with_sdk, run
 
 EXAMPLE = ROOT / "examples" / "go" / "main.go"
-ENV = {**os.environ, "GOFLAGS": "-mod=mod"}
+ENV = {**os.environ, **GO_TEST_BUILD}
 
 
 @pytest.fixture(scope="module")

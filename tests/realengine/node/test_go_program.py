@@ -17,7 +17,7 @@ import pytest
 from kubernetes import client
 
 from tests.engines.control_plane import ControlPlane
-from tests.engines.versions import PULUMI_BIN, not_built
+from tests.engines.versions import GO_TEST_BUILD, PULUMI_BIN, not_built
 from tests.harness import ROOT
 from tests.realengine.conftest import required
 from tests.realengine.generated_sdk import example_with_sdk, run
@@ -28,7 +28,7 @@ from tests.realengine.pulumi_stack import missing
 EXAMPLE = ROOT / "examples" / "go"
 PROPERTIES = {"image": "ghcr.io/flux-framework/flux-restful-api:latest", "size": 4, "tasks": 4, "command": "hostname"}
 """The example's MiniCluster, as main.go declares it."""
-ENV = {**os.environ, "GOFLAGS": "-mod=mod"}
+ENV = {**os.environ, **GO_TEST_BUILD}
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,9 @@ def go_program(
         )
         (project / "main.go").write_text(text)
         properties: dict[str, Any] = {**PROPERTIES, "size": max(size, 1)}
-        return StackOnRealNode(admin, control_plane, namespace, tmp_path, "hello", properties, project=project)
+        cluster = StackOnRealNode(admin, control_plane, namespace, tmp_path, "hello", properties, project=project)
+        cluster.stack.env.update(GO_TEST_BUILD)  # the Go host builds the program as the tests do
+        return cluster
 
     return make
 
