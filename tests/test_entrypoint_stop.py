@@ -106,14 +106,35 @@ def test_a_saved_state_the_broker_cannot_start_from_is_kept_aside_for_recovery(t
     assert not (saved / "content.sqlite").exists()  # the new instance starts empty
 
 
-def test_a_saved_instance_that_ran_and_then_failed_is_not_thrown_away(tmp_path: Path) -> None:
+def test_a_saved_instance_that_ran_and_then_failed_restarts_in_the_pod_from_its_state(tmp_path: Path) -> None:
+    """A crash after the start (here: any failure, with no grace) restarts the broker at once in the same
+    pod, instead of failing the pod into the Job's back-off; the state is kept, not thrown away."""
     saved = tmp_path / "volume" / "dev"
     saved.mkdir(parents=True)
     (saved / "content.sqlite").write_text("saved")
     run = Pods(tmp_path, command=None).run(
-        0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1", MC_RESTORE_GRACE="0"
+        0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="137 137 0", MC_RESTORE_GRACE="0"
     )
-    assert (len(run.subcommand("start")), run.status) == (1, 1)
+    assert (len(run.subcommand("start")), run.status) == (3, 0)
+    assert run.sleeps == []  # at once
+    said = "the broker exited with status 137 after 0s in the instance: restarting it from its last checkpoint"
+    assert f"{said} in {saved}" in run.stderr
+    assert list((tmp_path / "volume").glob("dev.failed-*")) == []
+    assert (saved / "content.sqlite").read_text() == "saved"
+
+
+def test_a_saved_instance_that_keeps_crashing_once_up_restarts_after_growing_pauses(tmp_path: Path) -> None:
+    """Up each time (its readiness probe had passed), then crashed within the grace of its start: the
+    first restart is at once, the next ones back off; its state is never taken for one it cannot start from."""
+    saved = tmp_path / "volume" / "dev"
+    saved.mkdir(parents=True)
+    (saved / "content.sqlite").write_text("saved")
+    run = Pods(tmp_path, command=None).run(
+        0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_START_READY="1", STANDIN_EXITS_START="137 137 137 137 0"
+    )
+    assert (len(run.subcommand("start")), run.status) == (5, 0)
+    assert run.sleeps == ["sleep 1", "sleep 2", "sleep 4"]
+    assert "did not start" not in run.stderr
     assert list((tmp_path / "volume").glob("dev.failed-*")) == []
 
 

@@ -116,6 +116,22 @@ def test_a_killed_rank0_comes_back_from_its_last_checkpoint_and_runs_what_waited
     assert "waiting up to" not in replacement.log  # a killed broker holds nothing
 
 
+def test_a_crashed_rank0_broker_starts_again_in_its_pod_and_runs_what_waited(minicluster: Make) -> None:
+    """The pod runs on (the OOM killer took the broker, not the entrypoint): the broker starts again at
+    once from its last checkpoint in the same pod, so no replacement pod waits out the Job's back-off."""
+    busy = Busy(minicluster)
+    time.sleep(3)  # a checkpoint period has passed (stateVolume.checkpointPeriod)
+    rank0 = busy.rank0
+    crashed = rank0.flux("getattr", "broker.pid").strip()
+    assert rank0.exec("kill", "-KILL", crashed).returncode == 0
+    wait_until(lambda: "restarting it from its last checkpoint" in rank0.log, "the broker to start again", 30)
+    wait_until(rank0.ready, "the broker to be up again", 60)
+    wait_until(lambda: busy.states()[2:] == ["R", "R"], "the queued jobs to run", 30)
+    assert rank0.running() and busy.cluster.pod(0) is rank0  # the same pod throughout
+    assert rank0.flux("getattr", "broker.pid").strip() != crashed
+    assert "did not start" not in rank0.log  # a crash, not a state it cannot start from
+
+
 def test_a_replacement_gives_up_when_the_saved_instance_stays_held_and_touches_nothing(minicluster: Make) -> None:
     busy = Busy(minicluster)
     assert busy.rank0.terminate() == 143

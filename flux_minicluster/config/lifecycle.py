@@ -10,8 +10,8 @@ RESTORE_TRIES = 3
 """Starts from the saved state, each failing within RESTORE_GRACE, before it is moved aside: one
 failed start is not enough to throw an instance's queue and history away."""
 RESTORE_GRACE = 60
-"""Seconds within which a broker that exits non-zero counts as not having started from the saved
-state. A broker that ran longer failed for another reason, and its state is kept."""
+"""Seconds within which a broker that exits non-zero before it is up counts as not having started from
+the saved state. A broker that was up or ran longer crashed: it is started again from the state at once."""
 RESTORE_PAUSE = 5
 """Seconds between those starts."""
 QUEUE_RESUME_WAIT = 300

@@ -36,10 +36,11 @@ resume_scheduling() {
 
 # Only one broker at a time may restart the saved instance: this pod holds its lock from before its
 # broker starts until the pod ends. A saved state the broker cannot start from (it fails
-# MC_RESTORE_TRIES times, each within MC_RESTORE_GRACE seconds, while this pod holds the lock) is kept
-# aside for `flux start --recovery`, and a new, empty instance starts instead.
+# MC_RESTORE_TRIES times, each within MC_RESTORE_GRACE seconds and before it is up, while this pod holds
+# the lock) is kept aside for `flux start --recovery`, and a new, empty instance starts instead. A broker
+# that was up and then fails is started again at once from its last checkpoint.
 start_saved_instance() {
-  local saved status tries=0 started kept
+  local saved status tries=0 started kept crash_pause=0
   saved=$(statedir)
   hold_saved_instance "$saved"
   if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
@@ -60,8 +61,23 @@ start_saved_instance() {
     if ((status == 0)) && [[ $stop_requested == false ]]; then
       rm -f "$saved/$MC_STOPPED_QUEUES_FILE" # a clean stop saved the queues as they are
     fi
-    if ((status == 0 || SECONDS - started >= ${MC_RESTORE_GRACE:?})) || [[ $stop_requested == true ]]; then
-      return "$status"
+    if ((status == 0)) || [[ $stop_requested == true ]]; then return "$status"; fi
+    if [[ $broker_was_ready == true ]] || ((SECONDS - started >= ${MC_RESTORE_GRACE:?})); then
+      # It had started from the saved state, so it crashed (killed, out of memory): start it again from its
+      # last checkpoint in this pod, at once. A failed pod would wait for the Job's back-off (10 s, doubling
+      # with each failure) and count against backoffLimit. A broker that keeps crashing within
+      # MC_RESTORE_GRACE of its start is started again after a pause (1 s, doubling up to 10 s): no spin.
+      if ((SECONDS - started >= MC_RESTORE_GRACE)); then crash_pause=0; fi
+      log "the broker exited with status $status after $((SECONDS - started))s in the instance: restarting it from" \
+        "its last checkpoint in $saved"
+      if ((crash_pause > 0)); then
+        log "it crashed again within ${MC_RESTORE_GRACE}s of its start: waiting ${crash_pause}s first"
+        pause "$crash_pause"
+        if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
+      fi
+      crash_pause=$((crash_pause == 0 ? 1 : crash_pause < 8 ? crash_pause * 2 : 10))
+      tries=0
+      continue
     fi
     ((tries < ${MC_RESTORE_TRIES:?})) || break
     log "the saved instance did not start (status $status, try $tries/$MC_RESTORE_TRIES); again in ${MC_RESTORE_PAUSE:?}s"
