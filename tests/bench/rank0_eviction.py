@@ -3,12 +3,17 @@
 plane (its real Job controller makes the replacement) and the real node (real containers), with real
 Flux: a MiniCluster of 2 brokers with a state volume (a hostPath in a folder of this run's, pinned to
 the node), one job holding every node and two queued behind it; then rank 0's pod is evicted through
-the Eviction API (or, with --how delete, deleted). Each step is timed from then by what a watch on the
-pods saw (the API's own times have whole seconds): the old pod terminating, its broker container
-ended, the pod Failed, the replacement created, scheduled, its broker container running, Ready; and
-the first queued job's own start (it prints its time). Printed as a table of medians over the runs.
+the Eviction API (with --how delete, deleted; with --how crash, its broker SIGKILLed, a crash). Each
+step is timed from then by what a watch on the pods saw (the API's own times have whole seconds): the
+old pod terminating, its broker container ended, the pod Failed, the replacement created, scheduled,
+its broker container running, Ready; and the first queued job's own start (it prints its time). With
+--rank 1 the worker's pod is the one lost, and the last step is its rank online again in rank 0's
+view. A broker that crashes restarts in its container (a worker's at once, rank 0's if it crashed within
+60 s of its start, MC_RESTORE_GRACE): then no pod is replaced, and the pod's steps are not seen.
+Printed as a table of medians over the runs.
 
     MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --runs 3
+    MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --how crash --rank 1
 
 Needs a running control plane and real node (as `.ci/run` starts them) with flux-core in the node's
 image (MC_FLUX_PREFIX when the node started).
@@ -40,18 +45,19 @@ from tests.realengine.node.stacks import flux_command, pod_exec
 from tests.realengine.on_node import ready
 
 STEPS = (
-    "rank 0's pod terminating", "its broker exited", "the pod Failed", "the replacement created",
+    "the pod terminating", "its broker exited", "the pod Failed", "the replacement created",
     "the replacement scheduled", "its broker running", "the replacement Ready", "the first queued job started",
+    "the rank online again",
 )  # fmt: skip
 
 
 class PodWatch:
     """The first moment (this machine's clock) each step was seen, from a watch on the namespace's pods:
-    those of the pod `rank0` (rank 0's before the eviction), then those of its replacement."""
+    those of the pod `lost` (the rank's before the fault), then those of its replacement."""
 
-    def __init__(self, core: client.CoreV1Api, namespace: str, rank0: str) -> None:
+    def __init__(self, core: client.CoreV1Api, namespace: str, lost: str, rank: int) -> None:
         self.seen: dict[str, float] = {}
-        self.rank0 = rank0
+        self.lost, self.rank = lost, rank
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._watch, args=(core, namespace), daemon=True)
         self.thread.start()
@@ -60,19 +66,19 @@ class PodWatch:
         self.seen.setdefault(step, time.time())
 
     def _watch(self, core: client.CoreV1Api, namespace: str) -> None:
-        selector = "batch.kubernetes.io/job-completion-index=0"
+        selector = f"batch.kubernetes.io/job-completion-index={self.rank}"
         for event in watch.Watch().stream(core.list_namespaced_pod, namespace, label_selector=selector):  # type: ignore[no-untyped-call]
             if self.stopping.is_set():
                 return
             pod: Any = event["object"]
-            if pod.metadata.name == self.rank0:
+            if pod.metadata.name == self.lost:
                 self._old(pod)
-            elif "rank 0's pod terminating" in self.seen:
+            elif "its broker exited" in self.seen or "the pod terminating" in self.seen:
                 self._new(pod)
 
     def _old(self, pod: Any) -> None:
         if pod.metadata.deletion_timestamp is not None:
-            self.mark("rank 0's pod terminating")
+            self.mark("the pod terminating")
         broker = [s for s in pod.status.container_statuses or [] if s.name == BROKER_CONTAINER]
         if broker and broker[0].state.terminated is not None:
             self.mark("its broker exited")
@@ -94,22 +100,47 @@ def flux(core: client.CoreV1Api, namespace: str, pod: str, *argv: str) -> str:
     return pod_exec(core, namespace, pod, *flux_command(*argv))
 
 
-def rank0_pod(core: client.CoreV1Api, namespace: str) -> Any:
-    """Rank 0's pod that is not terminating, if there is one, Ready or not."""
-    selector = "batch.kubernetes.io/job-completion-index=0"
+def rank_pod(core: client.CoreV1Api, namespace: str, rank: int = 0) -> Any:
+    """The rank's pod that is not terminating, if there is one, Ready or not."""
+    selector = f"batch.kubernetes.io/job-completion-index={rank}"
     found: Any = core.list_namespaced_pod(namespace, label_selector=selector)
     pods = [p for p in found.items if not p.metadata.deletion_timestamp]
     return pods[0] if pods else None
 
 
-def ready_rank0(core: client.CoreV1Api, namespace: str, other_than: str = "") -> Any:
-    """Rank 0's pod once it is Ready (and not the pod `other_than`), else None."""
-    pod = rank0_pod(core, namespace)
-    return pod if pod is not None and pod.metadata.name != other_than and ready(pod) else None
+def ready_rank(core: client.CoreV1Api, namespace: str, rank: int = 0) -> Any:
+    """The rank's pod once it is Ready, else None."""
+    pod = rank_pod(core, namespace, rank)
+    return pod if pod is not None and ready(pod) else None
+
+
+def queued_job_start(core: client.CoreV1Api, namespace: str, job: str) -> float | None:
+    """When the queued job `job` started (it prints its start), through rank 0's pod of now once its
+    broker answers; None while there is none, or its broker is not up (a crashed one restarts in place)."""
+    pod = rank_pod(core, namespace)
+    if pod is None:
+        return None
+    try:  # `flux job attach` blocks until the job has run
+        return float(flux(core, namespace, pod.metadata.name, "job", "attach", job).strip())
+    except ValueError:  # what flux said of a broker that is not up
+        return None
+    except client.ApiException:  # the container is not running (yet, or any more)
+        return None
+
+
+def lose(core: client.CoreV1Api, namespace: str, name: str, how: str) -> None:
+    """The pod `name` evicted, deleted, or its broker crashed (SIGKILL, as the kernel's OOM killer does)."""
+    if how == "delete":
+        core.delete_namespaced_pod(name, namespace)
+    elif how == "crash":
+        pod_exec(core, namespace, name, "sh", "-c", f"kill -KILL $({' '.join(flux_command('getattr', 'broker.pid'))})")
+    else:
+        eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
+        core.create_namespaced_pod_eviction(name, namespace, eviction)
 
 
 def one_run(
-    plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path, policy: str, how: str
+    plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path, policy: str, how: str, rank: int
 ) -> dict[str, float]:
     namespace = f"bench-{secrets.token_hex(4)}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
@@ -117,8 +148,8 @@ def one_run(
         keys = {**example("interactive"), "size": 2, "namespace": namespace, "keygen": "local",
                 "stateVolume": {"hostPath": str(folder / namespace), "checkpointPeriod": "1s"},
                 "pod": {"nodeSelector": {"kubernetes.io/hostname": node}},
-                # A deletion is a failure that counts (docs/lost-pods.md): a Job that survives one.
-                **({"backoffLimit": 3} if how == "delete" else {})}  # fmt: skip
+                # A deletion or a crash is a failure that counts (docs/lost-pods.md): a Job that survives one.
+                **({"backoffLimit": 3} if how != "evict" else {})}  # fmt: skip
         objects = [obj for obj in yaml.safe_load_all(rendered(stack_file(folder, keys))) if obj]
         for obj in objects:
             if obj["kind"] == "Job" and policy:  # another replacement policy, to compare
@@ -127,26 +158,31 @@ def one_run(
                     obj["spec"].pop("podFailurePolicy", None)
                     obj["spec"]["backoffLimit"] = 3  # so the disruption, counted now, does not fail the Job
         apply(plane, yaml.safe_dump_all(objects), folder)
-        name = wait_until(lambda: ready_rank0(core, namespace), "ready rank 0", 120, poll=0.1).metadata.name
+        rank0 = wait_until(lambda: ready_rank(core, namespace), "ready rank 0", 120, poll=0.1).metadata.name
         online = ["resource", "status", "-no", "{ranks}", "-s", "online"]
-        wait_until(lambda: flux(core, namespace, name, *online).strip() == "0-1", "both ranks online", 120, poll=0.1)
-        flux(core, namespace, name, "submit", "-N2", "sleep", "inf")
-        queued = [flux(core, namespace, name, "submit", "-N1", "date", "+%s.%N").strip() for _ in range(2)]
+        wait_until(lambda: flux(core, namespace, rank0, *online).strip() == "0-1", "both ranks online", 120, poll=0.1)
+        flux(core, namespace, rank0, "submit", "-N2", "sleep", "inf")
+        queued = [flux(core, namespace, rank0, "submit", "-N1", "date", "+%s.%N").strip() for _ in range(2)]
         time.sleep(2)  # a checkpoint (checkpointPeriod 1s) holds the queue
-        watcher = PodWatch(core, namespace, name)
+        lost = rank0 if rank == 0 else rank_pod(core, namespace, rank).metadata.name
+        watcher = PodWatch(core, namespace, lost, rank)
         time.sleep(0.5)
-        evicted = time.time()
-        if how == "delete":
-            core.delete_namespaced_pod(name, namespace)
-        else:
-            eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
-            core.create_namespaced_pod_eviction(name, namespace, eviction)
-        new = wait_until(lambda: ready_rank0(core, namespace, other_than=name), "a new ready rank 0", 120, poll=0.1)
-        # Blocks until the first queued job has run in the restarted instance: it prints when it started.
-        started = float(flux(core, namespace, new.metadata.name, "job", "attach", queued[0]).strip())
-        watcher.seen["the first queued job started"] = started
+        fault = time.time()
+        lose(core, namespace, lost, how)
+        if rank == 0:  # the first queued job's own start, in the instance wherever it came back
+            watcher.seen["the first queued job started"] = wait_until(
+                lambda: queued_job_start(core, namespace, queued[0]), "the first queued job", 120, poll=0.1
+            )
+        else:  # rank 0 ran on: the lost rank is back once rank 0 counts it online again
+
+            def both_online() -> bool:
+                return flux(core, namespace, rank0, *online).strip() == "0-1"
+
+            wait_until(lambda: not both_online(), "the rank offline", 60, poll=0.05)
+            wait_until(both_online, "the rank online again", 120, poll=0.05)
+            watcher.mark("the rank online again")
         watcher.stopping.set()
-        return {step: watcher.seen[step] - evicted for step in STEPS if step in watcher.seen}
+        return {step: watcher.seen[step] - fault for step in STEPS if step in watcher.seen}
     finally:
         core.delete_namespace(namespace)
 
@@ -154,7 +190,11 @@ def one_run(
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--how", choices=("evict", "delete"), default="evict", help="the Eviction API, or a deletion")
+    parser.add_argument(
+        "--how", choices=("evict", "delete", "crash"), default="evict",
+        help="the Eviction API, a deletion, or the broker SIGKILLed",
+    )  # fmt: skip
+    parser.add_argument("--rank", type=int, choices=(0, 1), default=0, help="rank 0's pod, or the worker's")
     parser.add_argument(
         "--replacement-policy", default="", help="the Job's podReplacementPolicy instead of the builder's"
     )
@@ -165,9 +205,9 @@ def main() -> int:
     runs = []
     with tempfile.TemporaryDirectory() as directory:
         for index in range(args.runs):
-            runs.append(one_run(plane, core, node, Path(directory), args.replacement_policy, args.how))
+            runs.append(one_run(plane, core, node, Path(directory), args.replacement_policy, args.how, args.rank))
             print(f"run {index + 1}: " + ", ".join(f"{step} {at:.2f}s" for step, at in runs[-1].items()), flush=True)
-    print("| step | seen after the eviction (s, median) |\n| --- | ---: |")
+    print(f"| step | seen after the fault ({args.how}, rank {args.rank}; s, median) |\n| --- | ---: |")
     for step in STEPS:
         times = [run[step] for run in runs if step in run]
         print(f"| {step} | {statistics.median(times):.2f} |" if times else f"| {step} | not seen |")
