@@ -40,16 +40,16 @@ resume_scheduling() {
 # the lock) is kept aside for `flux start --recovery`, and a new, empty instance starts instead. A broker
 # that was up and then fails is started again at once from its last checkpoint.
 start_saved_instance() {
-  local saved status tries=0 started kept crash_pause=0
+  local saved status tries=0 started kept crash_pause=0 saved_before
   saved=$(statedir)
   hold_saved_instance "$saved"
   if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
-  if [[ ! -e $saved/content.sqlite ]]; then
-    start_rank0
-    return
+  if [[ -e $saved/content.sqlite ]]; then
+    log "restarting the instance saved in $saved: its queue and job history come back"
   fi
-  log "restarting the instance saved in $saved: its queue and job history come back"
   while :; do
+    saved_before=false
+    if [[ -e $saved/content.sqlite ]]; then saved_before=true; fi
     if [[ -f $saved/$MC_STOPPED_QUEUES_FILE ]]; then
       resume_scheduling "$saved" &
       restart_step_pid=$!
@@ -79,6 +79,7 @@ start_saved_instance() {
       tries=0
       continue
     fi
+    if [[ $saved_before == false ]]; then return "$status"; fi # a new instance that failed: nothing to keep aside
     ((tries < ${MC_RESTORE_TRIES:?})) || break
     log "the saved instance did not start (status $status, try $tries/$MC_RESTORE_TRIES); again in ${MC_RESTORE_PAUSE:?}s"
     pause "$MC_RESTORE_PAUSE"
