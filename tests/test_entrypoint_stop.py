@@ -83,10 +83,16 @@ def test_rank0_keeps_the_instance_state_on_the_state_volume_and_workers_do_not(t
     assert f"-Sstatedir={tmp_path}/state-1/content" in pods.run(1, MC_STATE_VOLUME=str(volume)).start
 
 
-def test_a_saved_instance_is_restarted_from_the_state_volume(tmp_path: Path) -> None:
+def saved_instance(tmp_path: Path, content: str = "saved") -> Path:
+    """An instance saved on the state volume (MC_STATE_VOLUME=tmp_path/volume): its database holds `content`."""
     saved = tmp_path / "volume" / "dev"
     saved.mkdir(parents=True)
-    (saved / "content.sqlite").write_text("saved")
+    (saved / "content.sqlite").write_text(content)
+    return saved
+
+
+def test_a_saved_instance_is_restarted_from_the_state_volume(tmp_path: Path) -> None:
+    saved = saved_instance(tmp_path)
     run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"))
     assert f"restarting the instance saved in {saved}: its queue and job history come back" in run.stderr
     assert len(run.subcommand("start")) == 1
@@ -94,9 +100,7 @@ def test_a_saved_instance_is_restarted_from_the_state_volume(tmp_path: Path) -> 
 
 
 def test_a_saved_state_the_broker_cannot_start_from_is_kept_aside_for_recovery(tmp_path: Path) -> None:
-    saved = tmp_path / "volume" / "dev"
-    saved.mkdir(parents=True)
-    (saved / "content.sqlite").write_text("torn")
+    saved = saved_instance(tmp_path, "torn")
     run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1 1 1 0")
     (kept,) = (tmp_path / "volume").glob("dev.failed-*")
     assert (kept / "content.sqlite").read_text() == "torn"
@@ -109,9 +113,7 @@ def test_a_saved_state_the_broker_cannot_start_from_is_kept_aside_for_recovery(t
 def test_a_saved_instance_that_ran_and_then_failed_restarts_in_the_pod_from_its_state(tmp_path: Path) -> None:
     """A crash after the start (here: any failure, with no grace) restarts the broker at once in the same
     pod, instead of failing the pod into the Job's back-off; the state is kept, not thrown away."""
-    saved = tmp_path / "volume" / "dev"
-    saved.mkdir(parents=True)
-    (saved / "content.sqlite").write_text("saved")
+    saved = saved_instance(tmp_path)
     run = Pods(tmp_path, command=None).run(
         0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="137 137 0", MC_RESTORE_GRACE="0"
     )
@@ -126,11 +128,9 @@ def test_a_saved_instance_that_ran_and_then_failed_restarts_in_the_pod_from_its_
 def test_a_saved_instance_that_keeps_crashing_once_up_restarts_after_growing_pauses(tmp_path: Path) -> None:
     """Up each time (its readiness probe had passed), then crashed within the grace of its start: the
     first restart is at once, the next ones back off; its state is never taken for one it cannot start from."""
-    saved = tmp_path / "volume" / "dev"
-    saved.mkdir(parents=True)
-    (saved / "content.sqlite").write_text("saved")
+    saved = saved_instance(tmp_path)
     run = Pods(tmp_path, command=None).run(
-        0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_START_READY="1", STANDIN_EXITS_START="137 137 137 137 0"
+        0, MC_STATE_VOLUME=str(saved.parent), STANDIN_START_READY="1", STANDIN_EXITS_START="137 137 137 137 0"
     )
     assert (len(run.subcommand("start")), run.status) == (5, 0)
     assert run.sleeps == ["sleep 1", "sleep 2", "sleep 4"]
