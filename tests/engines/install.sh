@@ -3,9 +3,9 @@
 # kube-controller-manager, kube-scheduler, kubectl and the kubelet here, with the test kubelet's
 # streaming server (tests/kubelet/streaming); beside them the real node's other programs (node.sh:
 # containerd, runc, the CNI plugins, CoreDNS) and the Pulumi CLI, its language hosts and the Kubernetes
-# resource plugin (pulumi.sh). Versions and Go flags: versions.py. Idempotent: a second run with the same pins finds the
-# binaries and does nothing; the Go module and build caches are kept, so a rebuild after a change of
-# pin takes what changed only.
+# resource plugin (pulumi.sh). Versions, Go flags and the version stamp: versions.py. Idempotent: a
+# second run with the same pins finds the binaries and does nothing; the Go module and build caches are
+# kept, so a rebuild after a change of pin takes what changed only.
 #
 # k8s.io/kubernetes cannot be `go install`ed: its go.mod points each k8s.io/* staging module at a
 # folder of its own tree. A wrapper module requires it and points each of them at the release of
@@ -76,24 +76,12 @@ GO
   echo "== building ${wanted[*]} and the kubelet (the first build takes minutes on two cores)"
   local commands=(kube-apiserver kube-controller-manager kube-scheduler kubectl)
   [[ -x $NODE_BIN/kubelet ]] || commands+=(kubelet)
-  go build -ldflags "$ENGINES_LDFLAGS $(version_stamp)" -o "$work/bin/" "${commands[@]/#/k8s.io/kubernetes/cmd/}"
+  go build -ldflags "$ENGINES_LDFLAGS $KUBERNETES_STAMP" -o "$work/bin/" "${commands[@]/#/k8s.io/kubernetes/cmd/}"
   go build -ldflags "$ENGINES_LDFLAGS" -o "$work/bin/etcd" go.etcd.io/etcd/server/v3
   [[ ! -f $work/bin/kubelet ]] || mv "$work/bin/kubelet" "$NODE_BIN/kubelet"
   mv "$work/bin/"* "$bin/" # last: their presence says the part is built
   built
   echo "the engines are built at $bin"
-}
-
-# The version stamped as Kubernetes' own release build stamps it (hack/lib/version.sh), in both packages
-# that report it: unstamped, the API server says v0.0.0-master+$Format:%H$, which kubectl cannot parse
-# and which no cluster has, so that clients that read it (the Kubernetes provider) see a false one.
-version_stamp() {
-  local major=${KUBERNETES%%.*} minor=${KUBERNETES#*.} package stamp=()
-  for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    stamp+=("-X $package.gitVersion=v$KUBERNETES" "-X $package.gitMajor=$major" "-X $package.gitMinor=${minor%%.*}"
-      "-X $package.gitTreeState=clean")
-  done
-  echo "${stamp[*]}"
 }
 
 # Three builds side by side from the start: Kubernetes' commands, the node's other programs, Pulumi's.

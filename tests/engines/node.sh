@@ -89,16 +89,13 @@ kubelet() {
   echo "== the kubelet $KUBERNETES (on top of the control plane's build cache)"
   # install.sh builds it with the control plane's commands; this is for a node of new pins beside a
   # control plane built before: its wrapper module (install.sh) with the kubelet's command added.
-  local work=$build/kubelet major=${KUBERNETES%%.*} minor=${KUBERNETES#*.} stamp=("$ENGINES_LDFLAGS") package
+  local work=$build/kubelet
   mkdir -p "$work"
   cp "$MC_ENGINES/build/kubernetes-$KUBERNETES/go.mod" "$work/go.mod"
   printf 'package node\n\nimport _ "k8s.io/kubernetes/cmd/kubelet/app"\n' >"$work/node.go"
   (cd "$work" && go mod tidy)
-  for package in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    stamp+=("-X $package.gitVersion=v$KUBERNETES" "-X $package.gitMajor=$major" "-X $package.gitMinor=${minor%%.*}"
-      "-X $package.gitTreeState=clean")
-  done
-  (cd "$work" && CGO_ENABLED=0 go build -ldflags "${stamp[*]}" -o "$NODE_BIN/kubelet.new" k8s.io/kubernetes/cmd/kubelet)
+  (cd "$work" && CGO_ENABLED=0 go build -ldflags "$ENGINES_LDFLAGS $KUBERNETES_STAMP" -o "$NODE_BIN/kubelet.new" \
+    k8s.io/kubernetes/cmd/kubelet)
   mv "$NODE_BIN/kubelet.new" "$NODE_BIN/kubelet"
 }
 

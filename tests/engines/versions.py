@@ -87,6 +87,16 @@ LDFLAGS = "-s -w"
 """Every engine's link flags, before its own -X stamps: no symbol table, no DWARF (a link of
 kube-apiserver: 3.8 s instead of 11)."""
 
+KUBERNETES_STAMP = " ".join(
+    f"-X {package}.gitVersion=v{KUBERNETES} -X {package}.gitMajor={KUBERNETES.split('.')[0]} "
+    f"-X {package}.gitMinor={KUBERNETES.split('.')[1]} -X {package}.gitTreeState=clean"
+    for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+)
+"""The link flags that stamp Kubernetes' version as its own release build does (hack/lib/version.sh),
+in both packages that report it, for the control plane's commands and the kubelet: unstamped, the API
+server says v0.0.0-master+$Format:%H$, which kubectl cannot parse and which no cluster has, so that
+clients that read it (the Kubernetes provider) see a false one."""
+
 
 GO_TEST_BUILD = {"GOFLAGS": GOFLAGS, "CGO_ENABLED": "0"}
 """The environment of the tests' own Go builds (examples/go, by `go build` and by the Go language host):
@@ -107,6 +117,7 @@ def shell() -> str:
         "PULUMI_YAML": PULUMI_YAML, "PULUMI_NODEJS_HOST": PULUMI_NODEJS_HOST, "PULUMI_GO_HOST": PULUMI_GO_HOST,
         "RUNC": RUNC, "CONTAINERD": CONTAINERD, "CNI_PLUGINS": CNI_PLUGINS, "COREDNS": COREDNS,
         "NODE_BIN": str(NODE_BIN), "ENGINES_GOFLAGS": GOFLAGS, "ENGINES_LDFLAGS": LDFLAGS,
+        "KUBERNETES_STAMP": KUBERNETES_STAMP,
         "PULUMI_KUBERNETES": PULUMI_KUBERNETES, "PROVIDER_MODULE": PROVIDER_MODULES.get(PULUMI_KUBERNETES, ""),
     }  # fmt: skip
     return "".join(f"{key}={shlex.quote(value)}\n" for key, value in values.items())
