@@ -40,7 +40,7 @@ resume_scheduling() {
 # the lock) is kept aside for `flux start --recovery`, and a new, empty instance starts instead. A broker
 # that was up and then fails is started again at once from its last checkpoint.
 start_saved_instance() {
-  local saved status tries=0 started kept crash_pause=0 saved_before
+  local saved status tries=0 started ran kept crash_pause=0 saved_before
   saved=$(statedir)
   hold_saved_instance "$saved"
   if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
@@ -62,13 +62,14 @@ start_saved_instance() {
       rm -f "$saved/$MC_STOPPED_QUEUES_FILE" # a clean stop saved the queues as they are
     fi
     if ((status == 0)) || [[ $stop_requested == true ]]; then return "$status"; fi
-    if [[ $broker_was_ready == true ]] || ((SECONDS - started >= ${MC_RESTORE_GRACE:?})); then
+    ran=$((SECONDS - started))
+    if [[ $broker_was_ready == true ]] || ((ran >= ${MC_RESTORE_GRACE:?})); then
       # It had started from the saved state, so it crashed (killed, out of memory): start it again from its
       # last checkpoint in this pod, at once. A failed pod would wait for the Job's back-off (10 s, doubling
       # with each failure) and count against backoffLimit. A broker that keeps crashing within
       # MC_RESTORE_GRACE of its start is started again after a pause (1 s, doubling up to 10 s): no spin.
-      if ((SECONDS - started >= MC_RESTORE_GRACE)); then crash_pause=0; fi
-      log "the broker exited with status $status after $((SECONDS - started))s in the instance: restarting it from" \
+      if ((ran >= MC_RESTORE_GRACE)); then crash_pause=0; fi
+      log "the broker exited with status $status after ${ran}s in the instance: restarting it from" \
         "its last checkpoint in $saved"
       if ((crash_pause > 0)); then
         log "it crashed again within ${MC_RESTORE_GRACE}s of its start: waiting ${crash_pause}s first"
