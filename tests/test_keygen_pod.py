@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
 from flux_minicluster.builders import manifests
 from flux_minicluster.cluster import kube
@@ -41,8 +40,8 @@ def run(
     request_timeout: tuple[float, float] = QUICK,
     schedule_timeout: float | None = None,
 ) -> Any:
-    core = client.CoreV1Api(kube.api_client(None))
-    return run_keygen_pod(core, pod, timeout, schedule_timeout=schedule_timeout, request_timeout=request_timeout)
+    api_client = kube.api_client(None)
+    return run_keygen_pod(api_client, pod, timeout, schedule_timeout=schedule_timeout, request_timeout=request_timeout)
 
 
 def failure(**kwargs: Any) -> str:

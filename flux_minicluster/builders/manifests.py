@@ -67,8 +67,6 @@ mv "$MC_CERT_FILE.new" "$MC_CERT_FILE"
 echo "minicluster: the certificate is made; pulumi up reads it through the exec API, then deletes this pod"
 exec sleep "$MC_HOLD_SECONDS"
 """
-READ_CERTIFICATE = 'while [ ! -s "$1" ]; do sleep 0.1; done; cat "$1"'
-"""Run (sh -c) through the exec API in the keygen container: the certificate, as soon as it is written."""
 
 WAIT_FOR = "pulumi.com/waitFor"
 SKIP_AWAIT = "pulumi.com/skipAwait"

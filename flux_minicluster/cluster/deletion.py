@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from flux_minicluster.cluster import kube, objects, watching
+from flux_minicluster.cluster import api_calls, kube, objects, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 
 JOB_LOOK = 0.1
@@ -27,10 +27,8 @@ def wait_until_gone(
     api_client: Any, namespace: str, job: str, selector: dict[str, str], timeout: float,
     clock: Clock | None = None, say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> str:  # fmt: skip
-    from kubernetes import client
-
-    core, batch, wait = client.CoreV1Api(api_client), client.BatchV1Api(api_client), Wait(timeout, clock)
-    first = _left(batch, namespace, job, _pods(core, namespace, selector))
+    wait = Wait(timeout, clock)
+    first = _left(api_client, namespace, job, _pods(api_client, namespace, selector))
     if not first:
         return _gone(namespace, job)
     say(f"waiting up to {timeout:g}s for {first} to be gone")
@@ -40,12 +38,12 @@ def wait_until_gone(
     def next_look() -> float:
         return min(wait.remaining, watching.IDLE_LOOK)
 
-    for pods in watching.pods(core, namespace, objects.label_selector(selector), next_look):
+    for pods in watching.pods(api_client, namespace, objects.label_selector(selector), next_look):
         if not pods:
             break
         if wait.over:
-            raise StillThere(_still_there(timeout, _left(batch, namespace, job, pods), namespace, job))
-    while left := _left(batch, namespace, job, []):
+            raise StillThere(_still_there(timeout, _left(api_client, namespace, job, pods), namespace, job))
+    while left := _left(api_client, namespace, job, []):
         if wait.over:
             raise StillThere(_still_there(timeout, left, namespace, job))
         wait.clock.sleep(max(0.0, min(JOB_LOOK, wait.remaining)))
@@ -63,17 +61,15 @@ def _still_there(timeout: float, left: str, namespace: str, job: str) -> str:
     )
 
 
-def _pods(core: Any, namespace: str, selector: dict[str, str]) -> list[Any]:
-    listed = core.list_namespaced_pod(
-        namespace, label_selector=objects.label_selector(selector), _request_timeout=kube.REQUEST_TIMEOUT
-    )
-    return list(listed.items)
+def _pods(api_client: Any, namespace: str, selector: dict[str, str]) -> list[Any]:
+    listed = api_calls.get(api_client, api_calls.pods(namespace), {"labelSelector": objects.label_selector(selector)})
+    return list(listed.items or [])
 
 
-def _left(batch: Any, namespace: str, job: str, pods: list[Any]) -> str:
+def _left(api_client: Any, namespace: str, job: str, pods: list[Any]) -> str:
     """What is left of the Job, in words; empty once nothing is."""
     try:
-        batch.read_namespaced_job(job, namespace, _request_timeout=kube.REQUEST_TIMEOUT)
+        api_calls.get(api_client, api_calls.jobs(namespace, job))
         job_left = [f"the Job {namespace}/{job}"]
     except Exception as error:
         if kube.problem(error).kind != "not-found":

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from flux_minicluster.builders.manifests import BROKER_CONTAINER, labels
-from flux_minicluster.cluster import flux_view, kube, objects
+from flux_minicluster.cluster import api_calls, flux_view, kube, objects
 from flux_minicluster.cluster.status import live_size
 from flux_minicluster.config import paths
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -173,10 +173,8 @@ class Cluster:
     def flux_view(self, pod: Any) -> list[tuple[str, str]]:
         """Rank 0's instance's own view (its readings, one exec bounded in time), as status rows."""
         command = ["/bin/bash", paths.ENTRYPOINT, "--readings"]
-        name, namespace, timeout = pod.metadata.name, self.spec.namespace, flux_view.READINGS_TIMEOUT
-        stdout, stderr, code = self.call_on_pod(
-            pod, lambda: kube.run_in_pod(self.core, namespace, name, BROKER_CONTAINER, command, timeout=timeout)
-        )
+        timeout = flux_view.READINGS_TIMEOUT
+        stdout, stderr, code = self.exec(pod, command, timeout)
         if code is None:
             raise Failure(EXIT_TIMEOUT, f"rank 0 did not answer within {timeout:g}s")
         if code != 0:
@@ -187,6 +185,7 @@ class Cluster:
         except ValueError as error:
             raise Failure(EXIT_FAILED, f"rank 0's answer is {error}") from None
 
-    def exec(self, pod: Any, command: list[str]) -> tuple[str, str, int | None]:
-        name, namespace = pod.metadata.name, self.spec.namespace
-        return self.call_on_pod(pod, lambda: kube.run_in_pod(self.core, namespace, name, BROKER_CONTAINER, command))  # type: ignore[no-any-return]
+    def exec(self, pod: Any, command: list[str], timeout: float | None = None) -> tuple[str, str, int | None]:
+        name, namespace, api_client = pod.metadata.name, self.spec.namespace, self.core.api_client
+        run = api_calls.run_in_pod
+        return self.call_on_pod(pod, lambda: run(api_client, namespace, name, BROKER_CONTAINER, command, timeout))  # type: ignore[no-any-return]

@@ -1,6 +1,7 @@
 """Run the keygen pod and read its certificate through the exec API into a validated certificate.
 
-Written against the `kubernetes` client's CoreV1Api. It watches the pod (no polling delay: the
+Written as plain JSON calls (cluster/api_calls.py: no typed client, whose import cost every first
+`pulumi up` half a second before the Job could be created). It watches the pod (no polling delay: the
 certificate is read the moment its container runs, by a command that returns as soon as `flux keygen`
 has written it), bounds every request and the whole run by the timeout, and deletes the pod in every
 case. The certificate never passes through the pod's log, its status or an event. Error messages say
@@ -14,8 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from flux_minicluster.builders.manifests import READ_CERTIFICATE
-from flux_minicluster.cluster import kube, objects
+from flux_minicluster.cluster import api_calls, kube, objects
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import paths
 from flux_minicluster.config.certificate import CertificateError, CurveCertificate, parse, redact
@@ -35,7 +35,7 @@ class KeygenError(RuntimeError):
 
 
 def run_keygen_pod(
-    core: Any,
+    api_client: Any,
     pod: dict[str, Any],
     timeout: float,
     *,
@@ -46,7 +46,7 @@ def run_keygen_pod(
     namespace = pod["metadata"]["namespace"]
     container = pod["spec"]["containers"][0]
     image = container["image"]
-    run = _Run(core, namespace, request_timeout)
+    run = _Run(api_client, namespace, request_timeout)
     name = run.create(pod)
     wait = Wait(timeout, clock)
     try:
@@ -65,15 +65,16 @@ def run_keygen_pod(
 class _Run:
     """The requests of one keygen run, each bounded by the request timeout."""
 
-    def __init__(self, core: Any, namespace: str, request_timeout: tuple[float, float]) -> None:
-        self.core, self.namespace, self.request_timeout = core, namespace, request_timeout
+    def __init__(self, api_client: Any, namespace: str, request_timeout: tuple[float, float]) -> None:
+        self.api, self.namespace, self.request_timeout = api_client, namespace, request_timeout
+        self.pods = api_calls.path("v1", "pods", namespace)
 
     def create(self, pod: dict[str, Any]) -> str:
         try:
-            created = self.core.create_namespaced_pod(self.namespace, pod, _request_timeout=self.request_timeout)
+            created = api_calls.request(self.api, "POST", self.pods, body=pod, timeout=self.request_timeout)
         except Exception as error:
             raise KeygenError(_api_problem(error, self.namespace, "creating the keygen pod")) from None
-        return str(created.metadata.name)
+        return str(created["metadata"]["name"])
 
     def wait(self, name: str, image: str, wait: Wait, schedule_timeout: float) -> Any:
         """The pod's status once it is done; KeygenError if its image cannot be pulled, it stays
@@ -103,17 +104,12 @@ class _Run:
 
     def statuses(self, name: str, remaining: float) -> Iterator[Any]:
         """The pod's status now and at every change, until the server ends the watch (at `remaining`)."""
-        from kubernetes import watch
-
         seconds = max(1, math.ceil(remaining))
-        events = watch.Watch().stream(  # type: ignore[no-untyped-call]
-            self.core.list_namespaced_pod, self.namespace, field_selector=f"metadata.name={name}",
-            timeout_seconds=seconds, _request_timeout=(self.request_timeout[0], seconds + self.request_timeout[0]),
-        )  # fmt: skip
-        for event in events:
-            if event["type"] == "DELETED":
+        query = {"fieldSelector": f"metadata.name={name}"}
+        for change, pod in api_calls.watch(self.api, self.pods, query, seconds, self.request_timeout[0]):
+            if change == "DELETED":
                 raise KeygenError(self._deleted(name))
-            yield event["object"].status
+            yield pod.status
 
     def _deleted(self, name: str) -> str:
         return (
@@ -131,32 +127,26 @@ class _Run:
         return True
 
     def read(self, name: str) -> Any:
-        return self.core.read_namespaced_pod(name, self.namespace, _request_timeout=self.request_timeout)
+        return api_calls.view(api_calls.request(self.api, "GET", f"{self.pods}/{name}", timeout=self.request_timeout))
 
     def read_certificate(self, name: str, container: str, timeout: float) -> tuple[str, str, int | None]:
-        command = ["/bin/sh", "-c", READ_CERTIFICATE, "read-certificate", paths.KEYGEN_CERT]
-        return kube.run_in_pod(self.core, self.namespace, name, container, command, timeout=timeout)
+        command = ["/bin/sh", "-c", paths.READ_CERTIFICATE, "read-certificate", paths.KEYGEN_CERT]
+        return api_calls.run_in_pod(self.api, self.namespace, name, container, command, timeout=timeout)
 
     def log(self, name: str, tail_lines: int | None = None) -> str:
-        return str(
-            self.core.read_namespaced_pod_log(
-                name, self.namespace, tail_lines=tail_lines, _request_timeout=self.request_timeout
-            )
-        )
+        return api_calls.text(self.api, f"{self.pods}/{name}/log", {"tailLines": tail_lines}, self.request_timeout)
 
     def events(self, name: str) -> list[Any]:
-        selector = f"involvedObject.name={name}"
-        found = self.core.list_namespaced_event(
-            self.namespace, field_selector=selector, _request_timeout=self.request_timeout
-        )
-        return list(found.items or [])
+        query = {"fieldSelector": f"involvedObject.name={name}"}
+        where = api_calls.path("v1", "events", self.namespace)
+        found = api_calls.request(self.api, "GET", where, query, timeout=self.request_timeout)
+        return list(api_calls.view(found.get("items") or []))
 
     def delete(self, name: str) -> None:
         """A failed delete must not hide the outcome it follows: warn, and say how to clean up."""
         try:
-            self.core.delete_namespaced_pod(
-                name, self.namespace, grace_period_seconds=0, _request_timeout=self.request_timeout
-            )
+            query = {"gracePeriodSeconds": 0}
+            api_calls.request(self.api, "DELETE", f"{self.pods}/{name}", query, timeout=self.request_timeout)
         except Exception as error:
             found = kube.problem(error)
             if found.kind != "not-found":

@@ -139,38 +139,6 @@ def _check_context(kubeconfig: str, context: str | None) -> None:
         raise NoCluster(f"kubeconfig context {context!r} does not exist in {kubeconfig}; its contexts: {known}")
 
 
-def request(
-    api_client: Any,
-    method: str,
-    path: str,
-    query: dict[str, Any] | None = None,
-    body: Any = None,
-    timeout: tuple[float, float] = REQUEST_TIMEOUT,
-) -> Any:
-    """One call to the API server (`path`: /api/v1/..., /apis/GROUP/VERSION/...) with the client's
-    configuration and credentials: its JSON answer, or the client's ApiException for any other status.
-    Without the client's typed API classes: importing CoreV1Api alone builds its ~270 models, 0.3 s of
-    every `pulumi up` that asks the cluster first (the admission check)."""
-    from kubernetes.client.exceptions import ApiException
-
-    headers = {"Accept": "application/json", **({"Content-Type": "application/json"} if body is not None else {})}
-    params = [(key, value) for key, value in (query or {}).items() if value is not None]
-    serialized = api_client.param_serialize(
-        method, path, query_params=params, header_params=headers, body=body, auth_settings=["BearerToken"]
-    )
-    response = api_client.call_api(*serialized, _request_timeout=timeout)
-    response.read()
-    if not 200 <= response.status <= 299:
-        raise ApiException.from_response(http_resp=response, body=None, data=None)
-    return json.loads(response.data)
-
-
-def api_path(api_version: str, plural: str, namespace: str | None = None) -> str:
-    """Where the API server keeps objects of a kind: /api/v1/... for the core group, else /apis/..."""
-    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-    return f"{base}/namespaces/{namespace}/{plural}" if namespace is not None else f"{base}/{plural}"
-
-
 def _retries() -> Any:
     """Retry a connection that fails to open, never a request the server may be working on."""
     import urllib3
@@ -257,26 +225,3 @@ def failure(doing: str, error: BaseException) -> RuntimeError:
 EXEC_RIGHTS = "get and create on pods/exec"
 """What the exec API asks of whoever runs a command in a pod: the client's WebSocket upgrade is a GET,
 and the API server also checks create on it (kubectl's SPDY POST needs only create)."""
-
-
-def run_in_pod(
-    core: Any, namespace: str, pod: str, container: str, command: list[str], timeout: float | None = None
-) -> tuple[str, str, int | None]:
-    """(stdout, stderr, exit status) of a command run in a pod's container over the exec API; the
-    status is None if the connection ended (or `timeout` seconds passed) before the status came."""
-    from kubernetes.stream import stream
-
-    session = stream(
-        core.connect_get_namespaced_pod_exec, pod, namespace, container=container, command=command,
-        stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False,
-    )  # fmt: skip
-    session.run_forever(timeout=timeout)
-    stdout, stderr = session.read_stdout(), session.read_stderr()
-    if session.is_open():  # timed out: the command may still run
-        session.close()
-        return stdout, stderr, None
-    try:
-        code = session.returncode
-    except (TypeError, KeyError, ValueError, IndexError):  # the connection ended before the status
-        return stdout, stderr, None
-    return stdout, stderr, int(code)

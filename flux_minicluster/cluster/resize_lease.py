@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.cluster.waiting import Wait
 from flux_minicluster.config import sizing
 from flux_minicluster.config.sizing import FIELD_MANAGER
@@ -22,19 +22,20 @@ class LeaseNotTaken(RuntimeError):
 
 
 @contextlib.contextmanager
-def held(batch: Any, namespace: str, job: str, seconds: float, wait: Wait) -> Iterator[None]:
+def held(api_client: Any, namespace: str, job: str, seconds: float, wait: Wait) -> Iterator[None]:
     """The lease, for at most `seconds`, while the block runs."""
-    _take(batch, namespace, job, seconds, wait)
+    _take(api_client, namespace, job, seconds, wait)
     try:
         yield
     finally:
         with contextlib.suppress(Exception):  # best effort: a lease past its time holds nothing anyway
-            _give_back(batch, namespace, job)
+            _give_back(api_client, namespace, job)
 
 
-def _take(batch: Any, namespace: str, job: str, seconds: float, wait: Wait) -> None:
+def _take(api_client: Any, namespace: str, job: str, seconds: float, wait: Wait) -> None:
+    where = api_calls.jobs(namespace, job)
     while True:
-        found = _read(batch, namespace, job)
+        found = api_calls.get(api_client, where)
         holder = sizing.lease_holder(found.metadata.annotations, time.time())
         if holder == sizing.AUTOSCALER_HOLDER:
             if wait.over:
@@ -45,24 +46,17 @@ def _take(batch: Any, namespace: str, job: str, seconds: float, wait: Wait) -> N
             continue
         value = sizing.lease(sizing.PULUMI, time.time() + seconds)
         try:
-            _patch(batch, namespace, job, sizing.lease_patch(value, found.metadata.resource_version))
+            api_calls.patch(
+                api_client, where, sizing.lease_patch(value, found.metadata.resource_version), FIELD_MANAGER
+            )
             return
         except Exception as error:
             if kube.problem(error).kind != "conflict":  # 409: the Job changed since it was read
                 raise
 
 
-def _give_back(batch: Any, namespace: str, job: str) -> None:
-    found = _read(batch, namespace, job)
+def _give_back(api_client: Any, namespace: str, job: str) -> None:
+    where = api_calls.jobs(namespace, job)
+    found = api_calls.get(api_client, where)
     if sizing.lease_holder(found.metadata.annotations, time.time()) == sizing.PULUMI:
-        _patch(batch, namespace, job, sizing.lease_patch(None, found.metadata.resource_version))
-
-
-def _read(batch: Any, namespace: str, job: str) -> Any:
-    return batch.read_namespaced_job(job, namespace, _request_timeout=kube.REQUEST_TIMEOUT)
-
-
-def _patch(batch: Any, namespace: str, job: str, patch: dict[str, object]) -> None:
-    batch.patch_namespaced_job(
-        job, namespace, patch, field_manager=FIELD_MANAGER, _request_timeout=kube.REQUEST_TIMEOUT
-    )
+        api_calls.patch(api_client, where, sizing.lease_patch(None, found.metadata.resource_version), FIELD_MANAGER)

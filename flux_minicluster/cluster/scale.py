@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flux_minicluster.builders.names import BROKER_CONTAINER
-from flux_minicluster.cluster import kube, objects, resize_lease, watching
+from flux_minicluster.cluster import api_calls, kube, objects, resize_lease, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import lifecycle, paths, sizing
 from flux_minicluster.config.sizing import FIELD_MANAGER
@@ -57,10 +57,7 @@ class Scale:
 
 
 def live_size(api_client: Any, namespace: str, job: str) -> int:
-    from kubernetes import client
-
-    found = client.BatchV1Api(api_client).read_namespaced_job(job, namespace, _request_timeout=kube.REQUEST_TIMEOUT)
-    return _size(found)
+    return _size(api_calls.get(api_client, api_calls.jobs(namespace, job)))
 
 
 def _size(job: Any) -> int:
@@ -71,34 +68,31 @@ def _size(job: Any) -> int:
 
 def resize(api_client: Any, want: Scale, clock: Clock | None = None) -> list[str]:
     """Bring the Job to `want.size`, and wait until its brokers are ready. Returns what happened, line by line."""
-    from kubernetes import client
-
-    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
     if not want.autoscale:
-        return _resize(core, batch, want, clock)
+        return _resize(api_client, want, clock)
     seconds = want.shrink_timeout + want.job_timeout + LEASE_MARGIN
     try:
-        with resize_lease.held(batch, want.namespace, want.job, seconds, Wait(want.job_timeout, clock)):
-            return _resize(core, batch, want, clock)
+        with resize_lease.held(api_client, want.namespace, want.job, seconds, Wait(want.job_timeout, clock)):
+            return _resize(api_client, want, clock)
     except resize_lease.LeaseNotTaken as busy:
         raise ResizeFailed(str(busy)) from None
 
 
-def _resize(core: Any, batch: Any, want: Scale, clock: Clock | None) -> list[str]:
-    job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
+def _resize(api: Any, want: Scale, clock: Clock | None) -> list[str]:
+    job = api_calls.get(api, api_calls.jobs(want.namespace, want.job))
     if finished := objects.job_finished(job):
-        _write_scale(core, want, want.size)
+        _write_scale(api, want, want.size)
         return [f"the Job has {finished}: there is no running cluster to resize"]
     current = _size(job)
     if want.size == current:
-        _write_scale(core, want, want.size)
-        return [_await(core, batch, want, current, Wait(want.job_timeout, clock))]
-    said = _prepare(core, want, current)
+        _write_scale(api, want, want.size)
+        return [_await(api, want, current, Wait(want.job_timeout, clock))]
+    said = _prepare(api, want, current)
     try:
-        _write_scale(core, want, want.size)
-        _patch_job(batch, want, want.size)
+        _write_scale(api, want, want.size)
+        _patch_job(api, want, want.size)
     except Exception as error:
-        _undo(core, want, current, said)
+        _undo(api, want, current, said)
         found = kube.problem(error)
         hint = "; resizing a Job in place needs Kubernetes 1.27 or newer" if found.kind == "rejected" else ""
         raise ResizeFailed(
@@ -106,12 +100,12 @@ def _resize(core: Any, batch: Any, want: Scale, clock: Clock | None) -> list[str
             f"stays at {current} brokers"
         ) from None
     try:
-        said.append(_await(core, batch, want, current, Wait(want.job_timeout, clock)))
+        said.append(_await(api, want, current, Wait(want.job_timeout, clock)))
     except ResizeFailed as failure:
         if want.size <= current:
             raise
-        _write_scale(core, want, current)
-        _patch_job(batch, want, current)
+        _write_scale(api, want, current)
+        _patch_job(api, want, current)
         raise ResizeFailed(
             f"{failure}. The grow was rolled back: the cluster stays at {current} brokers "
             f"(rank {_ranks(current, want.size - 1)} not added)"
@@ -123,23 +117,23 @@ def _ranks(first: int, last: int) -> str:
     return str(first) if first == last else f"{first}-{last}"
 
 
-def _undo(core: Any, want: Scale, current: int, prepared: list[str]) -> None:
+def _undo(api: Any, want: Scale, current: int, prepared: list[str]) -> None:
     """Best effort, after a refused resize: the old size back in the ConfigMap, and the ranks a shrink
     drained undrained (rank 0 grows back to the current size)."""
     with contextlib.suppress(Exception):
-        _write_scale(core, want, current)
+        _write_scale(api, want, current)
         if want.size < current and prepared != [NO_RANK0]:
-            _prepare(core, dataclasses.replace(want, size=current), want.size)
+            _prepare(api, dataclasses.replace(want, size=current), want.size)
 
 
-def _prepare(core: Any, want: Scale, current: int) -> list[str]:
+def _prepare(api: Any, want: Scale, current: int) -> list[str]:
     """Rank 0 drains (shrink) or undrains (grow) the ranks concerned; its lines say what it did."""
-    rank0 = _running_rank0(core, want)
+    rank0 = _running_rank0(api, want)
     if rank0 is None:
         return [NO_RANK0]
     command = ["/bin/bash", paths.RESIZE, str(current), str(want.size), want.shrink_policy, str(want.shrink_timeout)]
-    _, stderr, code = kube.run_in_pod(
-        core, want.namespace, rank0, BROKER_CONTAINER, command, timeout=want.shrink_timeout + 60.0
+    _, stderr, code = api_calls.run_in_pod(
+        api, want.namespace, rank0, BROKER_CONTAINER, command, timeout=want.shrink_timeout + 60.0
     )
     lines = [line.removeprefix(f"{lifecycle.LOG_PREFIX}[rank 0]: ") for line in stderr.splitlines() if line.strip()]
     if code == 0:
@@ -154,10 +148,10 @@ def _prepare(core: Any, want: Scale, current: int) -> list[str]:
     raise ResizeFailed(f"rank 0 could not prepare the resize ({status}): {last}. The size is unchanged")
 
 
-def _running_rank0(core: Any, want: Scale) -> str | None:
+def _running_rank0(api: Any, want: Scale) -> str | None:
     selector = objects.label_selector(want.selector)
-    listed = core.list_namespaced_pod(want.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT)
-    for pod in listed.items:
+    listed = api_calls.get(api, api_calls.pods(want.namespace), {"labelSelector": selector})
+    for pod in listed.items or []:
         if (
             objects.pod_rank(pod) == 0
             and pod.status
@@ -168,22 +162,16 @@ def _running_rank0(core: Any, want: Scale) -> str | None:
     return None
 
 
-def _write_scale(core: Any, want: Scale, size: int) -> None:
-    core.patch_namespaced_config_map(
-        want.scale_config, want.namespace, sizing.scale_config_patch(size, want.min_size, want.max_size),
-        field_manager=FIELD_MANAGER,
-        _request_timeout=kube.REQUEST_TIMEOUT,
-    )  # fmt: skip
+def _write_scale(api: Any, want: Scale, size: int) -> None:
+    where = api_calls.path("v1", "configmaps", want.namespace, want.scale_config)
+    api_calls.patch(api, where, sizing.scale_config_patch(size, want.min_size, want.max_size), FIELD_MANAGER)
 
 
-def _patch_job(batch: Any, want: Scale, size: int) -> None:
-    batch.patch_namespaced_job(
-        want.job, want.namespace, sizing.job_patch(size), field_manager=FIELD_MANAGER,
-        _request_timeout=kube.REQUEST_TIMEOUT,
-    )  # fmt: skip
+def _patch_job(api: Any, want: Scale, size: int) -> None:
+    api_calls.patch(api, api_calls.jobs(want.namespace, want.job), sizing.job_patch(size), FIELD_MANAGER)
 
 
-def _await(core: Any, batch: Any, want: Scale, current: int, wait: Wait) -> str:
+def _await(api: Any, want: Scale, current: int, wait: Wait) -> str:
     """Until every rank below the size has a ready pod and no pod above it is left: woken by each change
     of the pods (a watch), and at the deadline or when new pods have been unschedulable long enough."""
     size = want.size
@@ -192,13 +180,13 @@ def _await(core: Any, batch: Any, want: Scale, current: int, wait: Wait) -> str:
         return wait.held_until(want.schedule_timeout) - wait.clock.now()
 
     selector = objects.label_selector(want.selector)
-    for listed in watching.pods(core, want.namespace, selector, next_look):
+    for listed in watching.pods(api, want.namespace, selector, next_look):
         pods = [pod for pod in listed if objects.pod_rank(pod) >= 0]
         ready = {objects.pod_rank(pod) for pod in pods if _ready(pod) and objects.pod_rank(pod) < size}
         leaving = sorted({objects.pod_rank(pod) for pod in pods if objects.pod_rank(pod) >= size})
         if len(ready) >= size and not leaving:
             return f"all {size} brokers are ready"
-        job = batch.read_namespaced_job(want.job, want.namespace, _request_timeout=kube.REQUEST_TIMEOUT)
+        job = api_calls.get(api, api_calls.jobs(want.namespace, want.job))
         if finished := objects.job_finished(job):
             if finished.startswith("failed"):
                 raise ResizeFailed(f"the Job {finished}")

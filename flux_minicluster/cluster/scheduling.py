@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.cluster import kube, objects, watching
+from flux_minicluster.cluster import api_calls, kube, objects, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 
 STOP_NOW = {"spec": {"activeDeadlineSeconds": 1}}
@@ -38,9 +38,6 @@ def guard(
     gang: str | None = None,
 ) -> str:
     """What became of the pods: every one scheduled, or the Job finished. Raises Unschedulable."""
-    from kubernetes import client
-
-    core, batch = client.CoreV1Api(api_client), client.BatchV1Api(api_client)
     appears = Wait(max(schedule_timeout, 60.0), clock)  # the Job is created alongside this guard
     wait = Wait(float("inf"), clock)  # until every pod has a node, or the Job has finished
     quiet = [wait.clock.poll]  # without pods to watch (no Job yet, pods not created), look again this soon
@@ -48,11 +45,11 @@ def guard(
     def next_look() -> float:
         return min(wait.held_until(schedule_timeout) - wait.clock.now(), quiet[0])
 
-    for pods in watching.pods(core, namespace, objects.label_selector(selector), next_look):
+    for pods in watching.pods(api_client, namespace, objects.label_selector(selector), next_look):
         if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
             return f"all {size} pods of the Job {namespace}/{job} were scheduled"
         try:
-            found = batch.read_namespaced_job(job, namespace, _request_timeout=kube.REQUEST_TIMEOUT)
+            found = api_calls.get(api_client, api_calls.jobs(namespace, job))
         except Exception as error:
             if kube.problem(error).kind != "not-found" or appears.over:
                 raise
@@ -61,10 +58,10 @@ def guard(
             return f"the Job {namespace}/{job} finished"
         reason = next((why for pod in pods if (why := objects.unschedulable(pod.status))), "")
         if not reason and len(pods) < size:
-            reason = _not_created(core, namespace, job)
+            reason = _not_created(api_client, namespace, job)
         quiet[0] = wait.clock.poll if len(pods) < size else watching.IDLE_LOOK
         if wait.held_for(bool(reason)) >= schedule_timeout:
-            batch.patch_namespaced_job(job, namespace, STOP_NOW, _request_timeout=kube.REQUEST_TIMEOUT)
+            api_calls.patch(api_client, api_calls.jobs(namespace, job), STOP_NOW)
             held = (
                 f" (the {gang} gang scheduler places all {size} at once or none: the cluster has no room for the "
                 "whole gang)" if gang else ""
@@ -78,10 +75,9 @@ def guard(
     raise AssertionError("watching.pods never ends")
 
 
-def _not_created(core: Any, namespace: str, job: str) -> str:
+def _not_created(api_client: Any, namespace: str, job: str) -> str:
     """Why the Job controller could not create pods (e.g. a quota), from the Job's latest event."""
-    events = core.list_namespaced_event(
-        namespace, field_selector=f"involvedObject.name={job}", _request_timeout=kube.REQUEST_TIMEOUT
-    ).items
+    query = {"fieldSelector": f"involvedObject.name={job}"}
+    events = api_calls.get(api_client, api_calls.path("v1", "events", namespace), query).items
     failed = [event for event in events or [] if event.reason == "FailedCreate"]
     return f"FailedCreate: {failed[-1].message}" if failed else ""

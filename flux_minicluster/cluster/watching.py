@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import api_calls
 
 GONE = 410
 """The watch's resourceVersion is older than the API server keeps: list again."""
@@ -21,28 +21,23 @@ IDLE_LOOK = 60.0
 restarted API server), and a list now and then finds what it missed."""
 
 
-def pods(core: Any, namespace: str, selector: str, next_look: Callable[[], float]) -> Iterator[list[Any]]:
+def pods(api_client: Any, namespace: str, selector: str, next_look: Callable[[], float]) -> Iterator[list[Any]]:
     """The pods that match `selector` now, then again after each change, for as long as the caller
     takes them. `next_look()`: seconds until the caller must look even if nothing changed (a deadline,
     a condition held long enough); the pods are listed again then. The API server ends a watch after
     whole seconds, so such a look may come up to a second late."""
-    from kubernetes import watch
     from kubernetes.client.exceptions import ApiException
 
+    where = api_calls.pods(namespace)
     while True:
-        listed = core.list_namespaced_pod(namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT)
-        current = {pod.metadata.name: pod for pod in listed.items}
+        listed = api_calls.get(api_client, where, {"labelSelector": selector})
+        current = {pod.metadata.name: pod for pod in listed.items or []}
         yield list(current.values())
         seconds = max(1, math.ceil(min(next_look(), LONGEST_WATCH)))
-        events = watch.Watch().stream(  # type: ignore[no-untyped-call]
-            core.list_namespaced_pod, namespace, label_selector=selector,
-            resource_version=listed.metadata.resource_version, timeout_seconds=seconds,
-            _request_timeout=(kube.REQUEST_TIMEOUT[0], seconds + kube.REQUEST_TIMEOUT[0]),
-        )  # fmt: skip
+        query = {"labelSelector": selector, "resourceVersion": listed.metadata.resource_version}
         try:
-            for event in events:
-                pod = event["object"]
-                if event["type"] == "DELETED":
+            for change, pod in api_calls.watch(api_client, where, query, seconds):
+                if change == "DELETED":
                     current.pop(pod.metadata.name, None)
                 else:
                     current[pod.metadata.name] = pod

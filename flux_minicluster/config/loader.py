@@ -19,11 +19,9 @@ from typing import Any
 from pydantic import BaseModel, SecretStr, ValidationError
 
 from flux_minicluster.config import consistency, rules
+from flux_minicluster.config.project import NAMESPACE
 from flux_minicluster.config.spec import MiniClusterSpec
 from flux_minicluster.config.types import WEEK
-
-NAMESPACE = "minicluster"
-"""The Pulumi config namespace (the project name in Pulumi.yaml)."""
 
 
 class ConfigError(ValueError):

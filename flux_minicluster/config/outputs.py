@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Literal, NamedTuple
 
-from flux_minicluster.config.loader import NAMESPACE
+from flux_minicluster.config.project import NAMESPACE
 
 COMPONENT = f"{NAMESPACE}:index:MiniCluster"
 """The component's type token, in a Python program and in the package's schema alike."""

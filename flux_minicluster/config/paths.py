@@ -55,6 +55,8 @@ KEYGEN_DIR = "/var/run/minicluster-keygen"
 """In the keygen pod: a memory-backed emptyDir where `flux keygen` writes the certificate, which
 `pulumi up` reads through the exec API (never the pod's log)."""
 KEYGEN_CERT = f"{KEYGEN_DIR}/curve.cert"
+READ_CERTIFICATE = 'while [ ! -s "$1" ]; do sleep 0.1; done; cat "$1"'
+"""Run (sh -c) through the exec API in the keygen container: the certificate ($1), as soon as it is written."""
 
 # The volumes of a broker pod, by name.
 BROKER_CONFIG_VOLUME = "broker-config"

@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-from flux_minicluster.config.loader import ALWAYS_SECRET, NAMESPACE, SECRETS_KEPT, ConfigError, NoStackFile, load_spec
+from flux_minicluster.config.loader import ALWAYS_SECRET, SECRETS_KEPT, ConfigError, NoStackFile, load_spec
+from flux_minicluster.config.project import NAMESPACE
 from flux_minicluster.config.spec import MiniClusterSpec
 
 ENCRYPTED_ALLOWED = {f"{NAMESPACE}:{key}" for key in SECRETS_KEPT}

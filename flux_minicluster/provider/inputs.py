@@ -15,7 +15,7 @@ from typing import Any
 import pulumi
 from pulumi.runtime import rpc
 
-from flux_minicluster.config.loader import NAMESPACE
+from flux_minicluster.config.project import NAMESPACE
 from flux_minicluster.resources.wire import plain
 
 

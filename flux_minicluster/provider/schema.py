@@ -17,8 +17,9 @@ from typing import Any
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
-from flux_minicluster.config.loader import NAMESPACE, config_keys
+from flux_minicluster.config.loader import config_keys
 from flux_minicluster.config.outputs import COMPONENT, OUTPUTS
+from flux_minicluster.config.project import NAMESPACE
 from flux_minicluster.config.spec import MiniClusterSpec
 
 DEFAULT_NAME = "the resource name"

@@ -18,7 +18,7 @@ key nor the outputs.
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pulumi
 from pulumi.dynamic import (
@@ -29,10 +29,11 @@ from pulumi.dynamic import (
 from pulumi.runtime import rpc
 from pydantic import Field
 
-from flux_minicluster.builders import manifests
 from flux_minicluster.config import certificate
-from flux_minicluster.config.spec import MiniClusterSpec
 from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, plain
+
+if TYPE_CHECKING:  # the provider process imports this module, and needs neither (0.2 s of its start)
+    from flux_minicluster.config.spec import MiniClusterSpec
 
 OUTPUTS = ("certificate", "publicKey")
 
@@ -92,17 +93,15 @@ class KeygenPodProvider(_StableCertificateProvider):
     """Runs `flux keygen` in a pod in the cluster, with the cluster's own image."""
 
     def make(self, inputs: CertificateInputs) -> certificate.CurveCertificate:
-        from kubernetes import client
-
         from flux_minicluster.cluster import kube
         from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
 
         try:
-            core = client.CoreV1Api(kube.api_client(inputs.kube_context))
+            api_client = kube.api_client(inputs.kube_context)
         except kube.NoCluster as error:
             raise KeygenError(f"{error}; set kubernetes:context to one of your contexts") from None
         manifest, timeout, schedule_timeout = inputs.keygen_pod()
-        return run_keygen_pod(core, manifest, timeout, schedule_timeout=schedule_timeout)
+        return run_keygen_pod(api_client, manifest, timeout, schedule_timeout=schedule_timeout)
 
 
 class LocalKeygenProvider(_StableCertificateProvider):
@@ -127,6 +126,8 @@ def certificate_inputs(spec: MiniClusterSpec, kube_context: str | None = None, *
         namespace=spec.namespace, clusterName=spec.name, certName=spec.rank0_host, rotation=spec.certificate_rotation,
     )  # fmt: skip
     if pod:
+        from flux_minicluster.builders import manifests
+
         keygen_pod = manifests.keygen_pod(spec)
         inputs = inputs.model_copy(
             update={"pod": json.dumps(keygen_pod), "timeout": spec.keygen_timeout, "kube_context": kube_context,

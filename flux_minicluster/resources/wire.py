@@ -15,7 +15,7 @@ from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from flux_minicluster.config.loader import NAMESPACE
+from flux_minicluster.config.project import NAMESPACE
 
 
 def plain(value: Any) -> Any:

@@ -92,6 +92,8 @@ class Cluster:
     lock: threading.Condition = field(default_factory=threading.Condition)
     history: list[tuple[int, str, Json]] = field(default_factory=list)
     version: int = 1
+    compacted: int = 0
+    """The oldest resourceVersion a watch may start from (compact()); an older one gets 410 Expired."""
     url: str = ""
     kubeconfig: Path = Path()
 
@@ -127,6 +129,12 @@ class Cluster:
             if "node" in changes:
                 pod["spec"]["nodeName"] = changes["node"]
             self._store_pod(pod, "MODIFIED")
+
+    def compact(self) -> None:
+        """What etcd's compaction does to the API server: no watch can start before the current version."""
+        with self.lock:
+            self.compacted = self.version
+            self.history.clear()
 
     def delete_pod(self, namespace: str, name: str) -> None:
         with self.lock:

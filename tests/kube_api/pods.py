@@ -91,6 +91,13 @@ class PodRoutes(Answers):
         self._chunks()
         since = self.query.get("resourceVersion")
         with self.cluster.lock:
+            if since and int(since) < self.cluster.compacted:  # as the API server: an event, then the end
+                expired = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "code": 410,
+                           "message": f"too old resource version: {since} ({self.cluster.compacted})",
+                           "reason": "Expired"}  # fmt: skip
+                self._chunk(json.dumps({"type": "ERROR", "object": expired}).encode() + b"\n")
+                self._chunk(b"")
+                return
             if since:
                 initial, cursor = [], int(since)
             else:

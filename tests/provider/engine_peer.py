@@ -26,8 +26,8 @@ from pulumi.runtime.proto import (
     resource_pb2_grpc,
 )
 
-from flux_minicluster.config.loader import NAMESPACE
 from flux_minicluster.config.outputs import COMPONENT
+from flux_minicluster.config.project import NAMESPACE
 from tests.harness import PROJECT, ROOT, Deployment, MiniClusterMocks, RecordingMonitor
 from tests.provider_plugin import decode, encode
 

@@ -28,7 +28,7 @@ def keygen_pod(namespace: str) -> dict[str, Any]:
 
 def failure(pod: dict[str, Any]) -> str:
     with pytest.raises(KeygenError) as raised:
-        run_keygen_pod(client.CoreV1Api(kube.api_client(None)), pod, 30, schedule_timeout=30)
+        run_keygen_pod(kube.api_client(None), pod, 30, schedule_timeout=30)
     return str(raised.value)
 
 
@@ -112,6 +112,6 @@ def test_with_get_and_create_on_pods_exec_the_certificate_comes_and_the_pod_goes
 ) -> None:  # fmt: skip
     verbs = ["get", "list", "watch", "create", "delete"]
     monkeypatch.setenv("KUBECONFIG", str(user(admin, control_plane, namespace, tmp_path, verbs, ["get", "create"])))
-    made = run_keygen_pod(client.CoreV1Api(kube.api_client(None)), keygen_pod(namespace), 30, schedule_timeout=30)
+    made = run_keygen_pod(kube.api_client(None), keygen_pod(namespace), 30, schedule_timeout=30)
     assert made.public_key and made.secret_key and made.text().startswith("#")
     assert pods(admin, namespace) == []

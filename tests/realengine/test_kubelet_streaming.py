@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from flux_minicluster.builders.names import BROKER_CONTAINER
-from flux_minicluster.cluster.kube import run_in_pod
+from flux_minicluster.cluster.api_calls import run_in_pod
 from flux_minicluster.ops import cli, logs
 from tests.kubelet.pod import wait_until
 from tests.realengine.on_node import OnNode
@@ -35,8 +35,7 @@ def test_a_pods_log_is_its_flux_containers_output(cluster: OnNode, admin: client
 def test_a_command_run_over_the_exec_api_runs_in_the_container_with_its_output_and_status(
     cluster: OnNode, admin: client.ApiClient
 ) -> None:
-    core = client.CoreV1Api(admin)
-    stdout, stderr, code = run_in_pod(core, cluster.namespace, cluster.rank0.name, BROKER_CONTAINER,
+    stdout, stderr, code = run_in_pod(admin, cluster.namespace, cluster.rank0.name, BROKER_CONTAINER,
                                       ["sh", "-c", "hostname; echo to-stderr >&2; exit 3"], timeout=30)  # fmt: skip
     assert (stdout, stderr, code) == ("dev-0\n", "to-stderr\n", 3)
 

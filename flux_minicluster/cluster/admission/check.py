@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flux_minicluster.builders import manifests, names, pod_template
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.cluster.admission import dry_run, fit
 from flux_minicluster.config.spec import MiniClusterSpec
 
@@ -125,7 +125,7 @@ def read(
     return fit.Snapshot(
         nodes=pages("/api/v1/nodes"),
         pods=pages("/api/v1/pods", fieldSelector=HOLDING_RESOURCES),
-        quotas=pages(kube.api_path("v1", "resourcequotas", namespace)),
+        quotas=pages(api_calls.path("v1", "resourcequotas", namespace)),
         admitted=admitted,
         refusal=refusal,
     )
@@ -135,8 +135,8 @@ def _dry_run(api_client: Any, namespace: str, pod: dict[str, Any], timeout: tupl
     """The namespace's real admission for one broker pod (dryRun=All: nothing is stored): the pod as
     LimitRange defaulting made it, or the API server's reason for refusing it."""
     try:
-        path = kube.api_path("v1", "pods", namespace)
-        return kube.request(api_client, "POST", path, {"dryRun": "All"}, pod, timeout), ""
+        path = api_calls.path("v1", "pods", namespace)
+        return api_calls.request(api_client, "POST", path, {"dryRun": "All"}, pod, timeout), ""
     except Exception as error:
         found, refused = kube.problem(error), f'pods "{pod["metadata"]["name"]}" is forbidden: '
         if "does not support dry run" in found.detail:  # a webhook with side effects: judge the pod as built
@@ -149,7 +149,7 @@ def _dry_run(api_client: Any, namespace: str, pod: dict[str, Any], timeout: tupl
 def _items(api_client: Any, path: str, timeout: tuple[float, float], **query: Any) -> Iterator[dict[str, Any]]:
     token: str | None = None
     while True:
-        page = kube.request(api_client, "GET", path, {**query, "limit": PAGE, "continue": token}, timeout=timeout)
+        page = api_calls.request(api_client, "GET", path, {**query, "limit": PAGE, "continue": token}, timeout=timeout)
         yield from page.get("items") or []
         token = (page.get("metadata") or {}).get("continue")
         if not token:

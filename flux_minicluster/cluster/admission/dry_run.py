@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from flux_minicluster.builders import manifests, rendering
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.config.spec import MiniClusterSpec
 
 PLURALS = {
@@ -68,8 +68,8 @@ def refusals(
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> None:
     namespace = None if obj["kind"] in CLUSTER_SCOPED else obj["metadata"]["namespace"]
-    path = kube.api_path(obj["apiVersion"], PLURALS[obj["kind"]], namespace)
-    kube.request(api_client, "POST", path, {"dryRun": "All"}, obj, timeout)
+    path = api_calls.path(obj["apiVersion"], PLURALS[obj["kind"]], namespace)
+    api_calls.request(api_client, "POST", path, {"dryRun": "All"}, obj, timeout)
 
 
 def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str | None:
