@@ -139,50 +139,70 @@ def lose(core: client.CoreV1Api, namespace: str, name: str, how: str) -> None:
         core.create_namespaced_pod_eviction(name, namespace, eviction)
 
 
-def one_run(
-    plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path, policy: str, how: str, rank: int
-) -> dict[str, float]:
+def deploy(
+    plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path, namespace: str, policy: str, how: str
+) -> str:
+    """The persistent MiniCluster of 2 on the real node, both ranks online: rank 0's pod name."""
+    keys = {**example("interactive"), "size": 2, "namespace": namespace, "keygen": "local",
+            "stateVolume": {"hostPath": str(folder / namespace), "checkpointPeriod": "1s"},
+            "pod": {"nodeSelector": {"kubernetes.io/hostname": node}},
+            # A deletion or a crash is a failure that counts (docs/lost-pods.md): a Job that survives some.
+            **({"backoffLimit": 10} if how != "evict" else {})}  # fmt: skip
+    objects = [obj for obj in yaml.safe_load_all(rendered(stack_file(folder, keys))) if obj]
+    for obj in objects:
+        if obj["kind"] == "Job" and policy:  # another replacement policy, to compare
+            obj["spec"]["podReplacementPolicy"] = policy
+            if policy != "Failed":  # the API server allows only Failed with a podFailurePolicy
+                obj["spec"].pop("podFailurePolicy", None)
+                obj["spec"]["backoffLimit"] = 10  # so the disruptions, counted now, do not fail the Job
+    apply(plane, yaml.safe_dump_all(objects), folder)
+    rank0: str = wait_until(lambda: ready_rank(core, namespace), "ready rank 0", 120, poll=0.1).metadata.name
+    wait_until(lambda: both_online(core, namespace, rank0), "both ranks online", 120, poll=0.1)
+    return rank0
+
+
+ONLINE = ("resource", "status", "-no", "{ranks}", "-s", "online")
+
+
+def both_online(core: client.CoreV1Api, namespace: str, rank0: str) -> bool:
+    return flux(core, namespace, rank0, *ONLINE).strip() == "0-1"
+
+
+def one_fault(core: client.CoreV1Api, namespace: str, how: str, rank: int) -> dict[str, float]:
+    """Rank 0's job queue held by a job on every node with two behind it, then the rank's pod lost:
+    each step's time after the fault."""
+    rank0 = wait_until(lambda: ready_rank(core, namespace), "ready rank 0", 900, poll=0.1).metadata.name
+    wait_until(lambda: both_online(core, namespace, rank0), "both ranks online", 900, poll=0.1)
+    flux(core, namespace, rank0, "submit", "-N2", "sleep", "inf")
+    queued = [flux(core, namespace, rank0, "submit", "-N1", "date", "+%s.%N").strip() for _ in range(2)]
+    time.sleep(2)  # a checkpoint (checkpointPeriod 1s) holds the queue
+    lost = rank0 if rank == 0 else rank_pod(core, namespace, rank).metadata.name
+    watcher = PodWatch(core, namespace, lost, rank)
+    time.sleep(0.5)
+    fault = time.time()
+    lose(core, namespace, lost, how)
+    if rank == 0:  # the first queued job's own start, in the instance wherever it came back
+        watcher.seen["the first queued job started"] = wait_until(
+            lambda: queued_job_start(core, namespace, queued[0]), "the first queued job", 900, poll=0.1
+        )
+    else:  # rank 0 ran on: the lost rank is back once rank 0 counts it online again
+        wait_until(lambda: not both_online(core, namespace, rank0), "the rank offline", 60, poll=0.05)
+        wait_until(lambda: both_online(core, namespace, rank0), "the rank online again", 900, poll=0.05)
+        watcher.mark("the rank online again")
+        flux(core, namespace, rank0, "cancel", "--all")  # the job that held both nodes, for the next fault
+    watcher.stopping.set()
+    return {step: watcher.seen[step] - fault for step in STEPS if step in watcher.seen}
+
+
+def faults_in_a_row(
+    plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path, args: argparse.Namespace
+) -> list[dict[str, float]]:
+    """One MiniCluster, `args.faults` faults one after the other, each once the cluster is whole again."""
     namespace = f"bench-{secrets.token_hex(4)}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     try:
-        keys = {**example("interactive"), "size": 2, "namespace": namespace, "keygen": "local",
-                "stateVolume": {"hostPath": str(folder / namespace), "checkpointPeriod": "1s"},
-                "pod": {"nodeSelector": {"kubernetes.io/hostname": node}},
-                # A deletion or a crash is a failure that counts (docs/lost-pods.md): a Job that survives one.
-                **({"backoffLimit": 3} if how != "evict" else {})}  # fmt: skip
-        objects = [obj for obj in yaml.safe_load_all(rendered(stack_file(folder, keys))) if obj]
-        for obj in objects:
-            if obj["kind"] == "Job" and policy:  # another replacement policy, to compare
-                obj["spec"]["podReplacementPolicy"] = policy
-                if policy != "Failed":  # the API server allows only Failed with a podFailurePolicy
-                    obj["spec"].pop("podFailurePolicy", None)
-                    obj["spec"]["backoffLimit"] = 3  # so the disruption, counted now, does not fail the Job
-        apply(plane, yaml.safe_dump_all(objects), folder)
-        rank0 = wait_until(lambda: ready_rank(core, namespace), "ready rank 0", 120, poll=0.1).metadata.name
-        online = ["resource", "status", "-no", "{ranks}", "-s", "online"]
-        wait_until(lambda: flux(core, namespace, rank0, *online).strip() == "0-1", "both ranks online", 120, poll=0.1)
-        flux(core, namespace, rank0, "submit", "-N2", "sleep", "inf")
-        queued = [flux(core, namespace, rank0, "submit", "-N1", "date", "+%s.%N").strip() for _ in range(2)]
-        time.sleep(2)  # a checkpoint (checkpointPeriod 1s) holds the queue
-        lost = rank0 if rank == 0 else rank_pod(core, namespace, rank).metadata.name
-        watcher = PodWatch(core, namespace, lost, rank)
-        time.sleep(0.5)
-        fault = time.time()
-        lose(core, namespace, lost, how)
-        if rank == 0:  # the first queued job's own start, in the instance wherever it came back
-            watcher.seen["the first queued job started"] = wait_until(
-                lambda: queued_job_start(core, namespace, queued[0]), "the first queued job", 120, poll=0.1
-            )
-        else:  # rank 0 ran on: the lost rank is back once rank 0 counts it online again
-
-            def both_online() -> bool:
-                return flux(core, namespace, rank0, *online).strip() == "0-1"
-
-            wait_until(lambda: not both_online(), "the rank offline", 60, poll=0.05)
-            wait_until(both_online, "the rank online again", 120, poll=0.05)
-            watcher.mark("the rank online again")
-        watcher.stopping.set()
-        return {step: watcher.seen[step] - fault for step in STEPS if step in watcher.seen}
+        deploy(plane, core, node, folder, namespace, args.replacement_policy, args.how)
+        return [one_fault(core, namespace, args.how, args.rank) for _ in range(args.faults)]
     finally:
         core.delete_namespace(namespace)
 
@@ -196,6 +216,10 @@ def main() -> int:
     )  # fmt: skip
     parser.add_argument("--rank", type=int, choices=(0, 1), default=0, help="rank 0's pod, or the worker's")
     parser.add_argument(
+        "--faults", type=int, default=1,
+        help="faults in a row in each run's MiniCluster (the Job controller's back-off grows with each)",
+    )  # fmt: skip
+    parser.add_argument(
         "--replacement-policy", default="", help="the Job's podReplacementPolicy instead of the builder's"
     )
     args = parser.parse_args()
@@ -205,12 +229,18 @@ def main() -> int:
     runs = []
     with tempfile.TemporaryDirectory() as directory:
         for index in range(args.runs):
-            runs.append(one_run(plane, core, node, Path(directory), args.replacement_policy, args.how, args.rank))
-            print(f"run {index + 1}: " + ", ".join(f"{step} {at:.2f}s" for step, at in runs[-1].items()), flush=True)
-    print(f"| step | seen after the fault ({args.how}, rank {args.rank}; s, median) |\n| --- | ---: |")
+            runs.append(faults_in_a_row(plane, core, node, Path(directory), args))
+            for fault, seen in enumerate(runs[-1], 1):
+                print(f"run {index + 1}, fault {fault}: " + ", ".join(f"{s} {at:.2f}s" for s, at in seen.items()))
+    columns = " | ".join(f"fault {fault}" for fault in range(1, args.faults + 1))
+    print(f"| step ({args.how}, rank {args.rank}; s after the fault, median) | {columns} |")
+    print("| --- |" + " ---: |" * args.faults)
     for step in STEPS:
-        times = [run[step] for run in runs if step in run]
-        print(f"| {step} | {statistics.median(times):.2f} |" if times else f"| {step} | not seen |")
+        cells = []
+        for fault in range(args.faults):
+            times = [run[fault][step] for run in runs if step in run[fault]]
+            cells.append(f"{statistics.median(times):.2f}" if times else "not seen")
+        print(f"| {step} | {' | '.join(cells)} |")
     return 0
 
 
