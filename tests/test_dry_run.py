@@ -64,6 +64,21 @@ def test_objects_that_exist_already_are_pulumis_to_update(kube_api: Cluster) -> 
     assert verdict() == admission.Verdict()
 
 
+def test_the_dry_runs_are_sent_side_by_side(kube_api: Cluster) -> None:
+    """Each waits for the API server: a remote one's round trips would add up one after another."""
+    kube_api.nodes = FOUR
+    kube_api.fail("POST", r"/(configmaps|services|jobs|pods)$", delay=0.5)  # late, then answered
+    assert verdict() == admission.Verdict()
+    assert kube_api.most_delayed >= 4
+
+
+def test_the_cluster_is_read_side_by_side(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.fail("GET", r"/(nodes|pods|resourcequotas)$", delay=0.5)
+    assert verdict() == admission.Verdict()
+    assert kube_api.most_delayed == 3
+
+
 def test_a_webhook_that_denies_an_object_stops_pulumi_up_before_anything_is_created(kube_api: Cluster) -> None:
     kube_api.webhooks.append(lambda obj: "jobs need the label team" if obj["kind"] == "Job" else None)
     message, deployment = deploy_rejected(config(admission="warn"))

@@ -94,6 +94,10 @@ class Cluster:
     version: int = 1
     compacted: int = 0
     """The oldest resourceVersion a watch may start from (compact()); an older one gets 410 Expired."""
+    delayed: int = 0
+    """Requests a Fault's delay holds now."""
+    most_delayed: int = 0
+    """The most requests a Fault's delay held at once: were they sent side by side?"""
     url: str = ""
     kubeconfig: Path = Path()
 

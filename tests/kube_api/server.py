@@ -107,12 +107,20 @@ class _Handler(PodRoutes, ObjectRoutes):
             self._status(403, why)
         return why is not None
 
+    def _delay(self, seconds: float) -> None:
+        with self.cluster.lock:
+            self.cluster.delayed += 1
+            self.cluster.most_delayed = max(self.cluster.most_delayed, self.cluster.delayed)
+        time.sleep(seconds)
+        with self.cluster.lock:
+            self.cluster.delayed -= 1
+
     def _faulted(self, method: str, path: str) -> bool:
         for fault in self.cluster.faults:
             if fault.method == method and re.search(fault.path, path) and fault.times != 0:
                 if fault.times is not None:
                     fault.times -= 1
-                time.sleep(fault.delay)
+                self._delay(fault.delay)
                 if fault.status is None:
                     return False
                 self._status(fault.status, fault.message or REASONS.get(fault.status, "error"))

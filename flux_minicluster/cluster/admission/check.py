@@ -5,13 +5,13 @@ First every object goes to the API server as a dry run (dry_run.py): what it ref
 client on the same context as the keygen provider (one paginated list of nodes, one of the pods that
 hold resources, the namespace's quotas, as raw JSON: decoding 100 000 pods into client models would
 take longer than the check), sends one broker pod through the namespace's real admission
-(LimitRanges, quotas, webhooks) as a server-side dry run, judges with fit.py,
+(LimitRanges, quotas, webhooks) as a server-side dry run (these four side by side), judges with fit.py,
 and answers per `minicluster:admission`: refuse, warn or off.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,17 +118,17 @@ def shape(spec: MiniClusterSpec, pod: dict[str, Any], size: int | None = None) -
 def read(
     api_client: Any, namespace: str, pod: dict[str, Any], request_timeout: tuple[float, float] = kube.REQUEST_TIMEOUT
 ) -> fit.Snapshot:
-    def pages(path: str, **query: Any) -> list[dict[str, Any]]:
-        return list(_items(api_client, path, request_timeout, **query))
+    def pages(path: str, **query: Any) -> Callable[[], list[dict[str, Any]]]:
+        return lambda: list(_items(api_client, path, request_timeout, **query))
 
-    admitted, refusal = _dry_run(api_client, namespace, pod, request_timeout)
-    return fit.Snapshot(
-        nodes=pages("/api/v1/nodes"),
-        pods=pages("/api/v1/pods", fieldSelector=HOLDING_RESOURCES),
-        quotas=pages(api_calls.path("v1", "resourcequotas", namespace)),
-        admitted=admitted,
-        refusal=refusal,
-    )
+    asked: list[Callable[[], Any]] = [
+        lambda: _dry_run(api_client, namespace, pod, request_timeout),
+        pages("/api/v1/nodes"),
+        pages("/api/v1/pods", fieldSelector=HOLDING_RESOURCES),
+        pages(api_calls.path("v1", "resourcequotas", namespace)),
+    ]  # side by side: four round trips to a remote API server cost one
+    (admitted, refusal), nodes, pods, quotas = (api_calls.result(answer) for answer in api_calls.together(asked))
+    return fit.Snapshot(nodes=nodes, pods=pods, quotas=quotas, admitted=admitted, refusal=refusal)
 
 
 def _dry_run(api_client: Any, namespace: str, pod: dict[str, Any], timeout: tuple[float, float]) -> tuple[Any, str]:

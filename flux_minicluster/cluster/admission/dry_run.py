@@ -9,11 +9,13 @@ when they are created, after the Job was: here it stops `pulumi up` first. What 
 (a LimitRange, a quota) is a matter of room, left to the admission check.
 
 An object that exists already (a later `pulumi up`) is Pulumi's to update: its AlreadyExists says
-nothing. Secret values are never sent: placeholders stand in for them. Each problem is said once.
+nothing. Secret values are never sent: placeholders stand in for them. Each problem is said once, in
+the objects' order, though the dry runs are sent side by side (each waits for the API server).
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from flux_minicluster.builders import manifests, rendering
@@ -54,11 +56,11 @@ def refusals(
     one line per problem (none: it takes them all). Raises Skipped when it cannot tell."""
     objects = [rendering.without_secret_values(obj) for obj in manifests.all_objects(spec, PLACEHOLDER_CERTIFICATE)]
     found: dict[str, None] = {}  # in order, each once: a missing namespace refuses every object alike
-    for obj in [*objects, *pods]:
-        try:
-            _create(api_client, obj, timeout)
-        except Exception as error:
-            refusal = _refusal(obj, kube.problem(error), spec)
+    sent = [*objects, *pods]
+    answers = api_calls.together([functools.partial(_create, api_client, obj, timeout) for obj in sent])
+    for obj, answer in zip(sent, answers, strict=True):
+        if isinstance(answer, Exception):
+            refusal = _refusal(obj, kube.problem(answer), spec)
             if refusal:
                 found[refusal] = None
     if any(kube.POD_SECURITY in line for line in found) and not spec.restricted:
