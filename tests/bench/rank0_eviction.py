@@ -27,116 +27,27 @@ import secrets
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
-from typing import Any
 
 import yaml
-from kubernetes import client, config, watch
+from kubernetes import client, config
 
-from flux_minicluster.config.spec import BROKER_CONTAINER
 from tests.bench.rendered import apply, rendered, stack_file
 from tests.engines.control_plane import ControlPlane
 from tests.engines.node import NODE_STATE
 from tests.harness import example
 from tests.kubelet.pod import wait_until
-from tests.realengine.node.stacks import flux_command, pod_exec
-from tests.realengine.on_node import ready
-
-STEPS = (
-    "the pod terminating", "its broker exited", "the pod Failed", "the replacement created",
-    "the replacement scheduled", "its broker running", "the replacement Ready", "the first queued job started",
-    "the rank online again",
-)  # fmt: skip
-
-
-class PodWatch:
-    """The first moment (this machine's clock) each step was seen, from a watch on the namespace's pods:
-    those of the pod `lost` (the rank's before the fault), then those of its replacement."""
-
-    def __init__(self, core: client.CoreV1Api, namespace: str, lost: str, rank: int) -> None:
-        self.seen: dict[str, float] = {}
-        self.lost, self.rank = lost, rank
-        self.stopping = threading.Event()
-        self.thread = threading.Thread(target=self._watch, args=(core, namespace), daemon=True)
-        self.thread.start()
-
-    def mark(self, step: str) -> None:
-        self.seen.setdefault(step, time.time())
-
-    def _watch(self, core: client.CoreV1Api, namespace: str) -> None:
-        selector = f"batch.kubernetes.io/job-completion-index={self.rank}"
-        for event in watch.Watch().stream(core.list_namespaced_pod, namespace, label_selector=selector):  # type: ignore[no-untyped-call]
-            if self.stopping.is_set():
-                return
-            pod: Any = event["object"]
-            if pod.metadata.name == self.lost:
-                self._old(pod)
-            elif "its broker exited" in self.seen or "the pod terminating" in self.seen:
-                self._new(pod)
-
-    def _old(self, pod: Any) -> None:
-        if pod.metadata.deletion_timestamp is not None:
-            self.mark("the pod terminating")
-        broker = [s for s in pod.status.container_statuses or [] if s.name == BROKER_CONTAINER]
-        if broker and broker[0].state.terminated is not None:
-            self.mark("its broker exited")
-        if pod.status.phase == "Failed":
-            self.mark("the pod Failed")
-
-    def _new(self, pod: Any) -> None:
-        self.mark("the replacement created")
-        if pod.spec.node_name:
-            self.mark("the replacement scheduled")
-        broker = [s for s in pod.status.container_statuses or [] if s.name == BROKER_CONTAINER]
-        if broker and broker[0].state.running is not None:
-            self.mark("its broker running")
-        if ready(pod):
-            self.mark("the replacement Ready")
-
-
-def flux(core: client.CoreV1Api, namespace: str, pod: str, *argv: str) -> str:
-    return pod_exec(core, namespace, pod, *flux_command(*argv))
-
-
-def rank_pod(core: client.CoreV1Api, namespace: str, rank: int = 0) -> Any:
-    """The rank's pod that is not terminating, if there is one, Ready or not."""
-    selector = f"batch.kubernetes.io/job-completion-index={rank}"
-    found: Any = core.list_namespaced_pod(namespace, label_selector=selector)
-    pods = [p for p in found.items if not p.metadata.deletion_timestamp]
-    return pods[0] if pods else None
-
-
-def ready_rank(core: client.CoreV1Api, namespace: str, rank: int = 0) -> Any:
-    """The rank's pod once it is Ready, else None."""
-    pod = rank_pod(core, namespace, rank)
-    return pod if pod is not None and ready(pod) else None
-
-
-def queued_job_start(core: client.CoreV1Api, namespace: str, job: str) -> float | None:
-    """When the queued job `job` started (it prints its start), through rank 0's pod of now once its
-    broker answers; None while there is none, or its broker is not up (a crashed one restarts in place)."""
-    pod = rank_pod(core, namespace)
-    if pod is None:
-        return None
-    try:  # `flux job attach` blocks until the job has run
-        return float(flux(core, namespace, pod.metadata.name, "job", "attach", job).strip())
-    except ValueError:  # what flux said of a broker that is not up
-        return None
-    except client.ApiException:  # the container is not running (yet, or any more)
-        return None
-
-
-def lose(core: client.CoreV1Api, namespace: str, name: str, how: str) -> None:
-    """The pod `name` evicted, deleted, or its broker crashed (SIGKILL, as the kernel's OOM killer does)."""
-    if how == "delete":
-        core.delete_namespaced_pod(name, namespace)
-    elif how == "crash":
-        pod_exec(core, namespace, name, "sh", "-c", f"kill -KILL $({' '.join(flux_command('getattr', 'broker.pid'))})")
-    else:
-        eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
-        core.create_namespaced_pod_eviction(name, namespace, eviction)
+from tests.realengine.node.lost_pods import (
+    STEPS,
+    PodWatch,
+    both_online,
+    flux,
+    lose,
+    queued_job_start,
+    rank_pod,
+    ready_rank,
+)
 
 
 def deploy(
@@ -161,13 +72,6 @@ def deploy(
     return rank0
 
 
-ONLINE = ("resource", "status", "-no", "{ranks}", "-s", "online")
-
-
-def both_online(core: client.CoreV1Api, namespace: str, rank0: str) -> bool:
-    return flux(core, namespace, rank0, *ONLINE).strip() == "0-1"
-
-
 def one_fault(core: client.CoreV1Api, namespace: str, how: str, rank: int) -> dict[str, float]:
     """Rank 0's job queue held by a job on every node with two behind it, then the rank's pod lost:
     each step's time after the fault."""
@@ -178,7 +82,6 @@ def one_fault(core: client.CoreV1Api, namespace: str, how: str, rank: int) -> di
     time.sleep(2)  # a checkpoint (checkpointPeriod 1s) holds the queue
     lost = rank0 if rank == 0 else rank_pod(core, namespace, rank).metadata.name
     watcher = PodWatch(core, namespace, lost, rank)
-    time.sleep(0.5)
     fault = time.time()
     lose(core, namespace, lost, how)
     if rank == 0:  # the first queued job's own start, in the instance wherever it came back

@@ -1,0 +1,121 @@
+"""A rank's pod lost on the real control plane and node, and what follows, as a watch on the pods sees
+it: the steps of the old pod's end and of the replacement the real Job controller makes, and the Flux
+commands that read the instance through rank 0's pod. Shared by the eviction benchmark
+(tests/bench/rank0_eviction.py) and the eviction test (test_rank0_eviction.py)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from kubernetes import client, watch
+
+from flux_minicluster.config.spec import BROKER_CONTAINER
+from tests.realengine.node.stacks import flux_command, pod_exec
+from tests.realengine.on_node import ready
+
+STEPS = (
+    "the pod terminating", "its broker exited", "the pod Failed", "the replacement created",
+    "the replacement scheduled", "its broker running", "the replacement Ready", "the first queued job started",
+    "the rank online again",
+)  # fmt: skip
+
+
+class PodWatch:
+    """The first moment (this machine's clock) each step was seen, from a watch on the namespace's pods:
+    those of the pod `lost` (the rank's before the fault), then those of its replacement. It returns once
+    the watch has seen the pods as they are, so that no step of a fault made next is missed."""
+
+    def __init__(self, core: client.CoreV1Api, namespace: str, lost: str, rank: int) -> None:
+        self.seen: dict[str, float] = {}
+        self.lost, self.rank = lost, rank
+        self.stopping, watching = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._watch, args=(core, namespace, watching), daemon=True)
+        self.thread.start()
+        if not watching.wait(30):
+            raise TimeoutError(f"the watch on {namespace}'s pods did not start")
+
+    def mark(self, step: str) -> None:
+        self.seen.setdefault(step, time.time())
+
+    def _watch(self, core: client.CoreV1Api, namespace: str, watching: threading.Event) -> None:
+        selector = f"batch.kubernetes.io/job-completion-index={self.rank}"
+        for event in watch.Watch().stream(core.list_namespaced_pod, namespace, label_selector=selector):  # type: ignore[no-untyped-call]
+            watching.set()  # the first events are the pods as they are (ADDED)
+            if self.stopping.is_set():
+                return
+            pod: Any = event["object"]
+            if pod.metadata.name == self.lost:
+                self._old(pod)
+            elif "its broker exited" in self.seen or "the pod terminating" in self.seen:
+                self._new(pod)
+
+    def _old(self, pod: Any) -> None:
+        if pod.metadata.deletion_timestamp is not None:
+            self.mark("the pod terminating")
+        broker = [s for s in pod.status.container_statuses or [] if s.name == BROKER_CONTAINER]
+        if broker and broker[0].state.terminated is not None:
+            self.mark("its broker exited")
+        if pod.status.phase == "Failed":
+            self.mark("the pod Failed")
+
+    def _new(self, pod: Any) -> None:
+        self.mark("the replacement created")
+        if pod.spec.node_name:
+            self.mark("the replacement scheduled")
+        broker = [s for s in pod.status.container_statuses or [] if s.name == BROKER_CONTAINER]
+        if broker and broker[0].state.running is not None:
+            self.mark("its broker running")
+        if ready(pod):
+            self.mark("the replacement Ready")
+
+
+def flux(core: client.CoreV1Api, namespace: str, pod: str, *argv: str) -> str:
+    return pod_exec(core, namespace, pod, *flux_command(*argv))
+
+
+def rank_pod(core: client.CoreV1Api, namespace: str, rank: int = 0) -> Any:
+    """The rank's pod that is not terminating, if there is one, Ready or not."""
+    selector = f"batch.kubernetes.io/job-completion-index={rank}"
+    found: Any = core.list_namespaced_pod(namespace, label_selector=selector)
+    pods = [p for p in found.items if not p.metadata.deletion_timestamp]
+    return pods[0] if pods else None
+
+
+def ready_rank(core: client.CoreV1Api, namespace: str, rank: int = 0) -> Any:
+    """The rank's pod once it is Ready, else None."""
+    pod = rank_pod(core, namespace, rank)
+    return pod if pod is not None and ready(pod) else None
+
+
+def queued_job_start(core: client.CoreV1Api, namespace: str, job: str) -> float | None:
+    """When the queued job `job` started (it prints its start), through rank 0's pod of now once its
+    broker answers; None while there is none, or its broker is not up (a crashed one restarts in place)."""
+    pod = rank_pod(core, namespace)
+    if pod is None:
+        return None
+    try:  # `flux job attach` blocks until the job has run
+        return float(flux(core, namespace, pod.metadata.name, "job", "attach", job).strip())
+    except ValueError:  # what flux said of a broker that is not up
+        return None
+    except client.ApiException:  # the container is not running (yet, or any more)
+        return None
+
+
+def lose(core: client.CoreV1Api, namespace: str, name: str, how: str) -> None:
+    """The pod `name` evicted, deleted, or its broker crashed (SIGKILL, as the kernel's OOM killer does)."""
+    if how == "delete":
+        core.delete_namespaced_pod(name, namespace)
+    elif how == "crash":
+        pod_exec(core, namespace, name, "sh", "-c", f"kill -KILL $({' '.join(flux_command('getattr', 'broker.pid'))})")
+    else:
+        eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
+        core.create_namespaced_pod_eviction(name, namespace, eviction)
+
+
+ONLINE = ("resource", "status", "-no", "{ranks}", "-s", "online")
+
+
+def both_online(core: client.CoreV1Api, namespace: str, rank0: str) -> bool:
+    return flux(core, namespace, rank0, *ONLINE).strip() == "0-1"
