@@ -51,10 +51,12 @@ from tests.realengine.node.lost_pods import (
 
 
 def deploy(
-    plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path, namespace: str, policy: str, how: str
-) -> str:
-    """The persistent MiniCluster of 2 on the real node, both ranks online: rank 0's pod name."""
-    keys = {**example("interactive"), "size": 2, "namespace": namespace, "keygen": "local",
+    plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path, namespace: str, policy: str, how: str,
+    size: int = 2,
+) -> str:  # fmt: skip
+    """A persistent MiniCluster of `size` on the real node, with a state volume (a hostPath in `folder`),
+    rank 0 Ready and every rank online: rank 0's pod name."""
+    keys = {**example("interactive"), "size": size, "namespace": namespace, "keygen": "local",
             "stateVolume": {"hostPath": str(folder / namespace), "checkpointPeriod": "1s"},
             "pod": {"nodeSelector": {"kubernetes.io/hostname": node}},
             # A deletion or a crash is a failure that counts (docs/lost-pods.md): a Job that survives some.
@@ -68,7 +70,7 @@ def deploy(
                 obj["spec"]["backoffLimit"] = 10  # so the disruptions, counted now, do not fail the Job
     apply(plane, yaml.safe_dump_all(objects), folder)
     rank0: str = wait_until(lambda: ready_rank(core, namespace), "ready rank 0", 120, poll=0.1).metadata.name
-    wait_until(lambda: both_online(core, namespace, rank0), "both ranks online", 120, poll=0.1)
+    wait_until(lambda: both_online(core, namespace, rank0, size), "every rank online", 120, poll=0.1)
     return rank0
 
 

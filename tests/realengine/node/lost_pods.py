@@ -75,11 +75,15 @@ def flux(core: client.CoreV1Api, namespace: str, pod: str, *argv: str) -> str:
     return pod_exec(core, namespace, pod, *flux_command(*argv))
 
 
+ENDED = ("Succeeded", "Failed")
+
+
 def rank_pod(core: client.CoreV1Api, namespace: str, rank: int = 0) -> Any:
-    """The rank's pod that is not terminating, if there is one, Ready or not."""
+    """The rank's pod that is neither terminating nor ended (the Job keeps a failed one), if there is
+    one, Ready or not."""
     selector = f"batch.kubernetes.io/job-completion-index={rank}"
     found: Any = core.list_namespaced_pod(namespace, label_selector=selector)
-    pods = [p for p in found.items if not p.metadata.deletion_timestamp]
+    pods = [p for p in found.items if not p.metadata.deletion_timestamp and p.status.phase not in ENDED]
     return pods[0] if pods else None
 
 
@@ -117,5 +121,6 @@ def lose(core: client.CoreV1Api, namespace: str, name: str, how: str) -> None:
 ONLINE = ("resource", "status", "-no", "{ranks}", "-s", "online")
 
 
-def both_online(core: client.CoreV1Api, namespace: str, rank0: str) -> bool:
-    return flux(core, namespace, rank0, *ONLINE).strip() == "0-1"
+def both_online(core: client.CoreV1Api, namespace: str, rank0: str, size: int = 2) -> bool:
+    """Every rank of a cluster of `size` (two, by default) online in rank 0's view."""
+    return flux(core, namespace, rank0, *ONLINE).strip() == f"0-{size - 1}"
