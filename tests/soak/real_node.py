@@ -53,6 +53,8 @@ CUT_OFF = 20.0
 RECOVERY_TIMEOUT = 900.0
 """Seconds a recovery may take: the Job controller's back-off alone reaches 160 s at the fifth lost pod."""
 BATCH_EVERY = 3.0
+END_WAIT = 180.0
+"""Seconds the jobs in the queue at the end may take to run."""
 BATCH = 2
 """Jobs a batch: about what the 2-core machine's four brokers in real containers run in BATCH_EVERY, so
 that the queue does not grow without end (it did at three every two seconds: 299 pending after 6 min)."""
@@ -192,11 +194,14 @@ def one_run(plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path
         feeder.stopping.set()
         feeder.thread.join()
         rank0 = wait_until(lambda: ready_rank(core, namespace), "rank 0", 60).metadata.name
-        wait_until(lambda: not flux(core, namespace, rank0, "jobs", "-no", "{id}").strip(), "the jobs to end", 300)
-        listed = flux(core, namespace, rank0, "jobs", "-a", "-c", "100000", "-no", "{id.f58} {result}")
-        results = dict(line.split(" ", 1) for line in listed.splitlines() if line.strip())
-        ends = Counter(results.get(job, "lost") for job in feeder.submitted)
-        return recoveries, ends, feeder.refused, len(feeder.submitted)
+        with contextlib.suppress(TimeoutError):  # what has not ended by then is counted as still active
+            wait_until(lambda: not flux(core, namespace, rank0, "jobs", "-no", "{id}").strip(), "the jobs", END_WAIT)
+        shown = "{id.f58}|{result}|{exception.type}: {exception.note}"
+        listed = flux(core, namespace, rank0, "jobs", "-a", "-c", "100000", "-no", shown)
+        results = {job: (result, why) for job, result, why in (line.split("|", 2) for line in listed.splitlines())}
+        ends = Counter(results.get(job, ("lost", ""))[0] or "still active" for job in feeder.submitted)
+        reasons = Counter(results[job][1] for job in feeder.submitted if results.get(job, ("",))[0] == "FAILED")
+        return recoveries, ends, reasons, feeder.refused, len(feeder.submitted)
     finally:
         core.delete_namespace(namespace)
 
@@ -210,9 +215,11 @@ def main() -> None:
     node = yaml.safe_load((Path(os.environ["MC_NODE"]) / NODE_STATE).read_text())["name"]
     core = client.CoreV1Api(config.new_client_from_config(str(plane.kubeconfig)))  # type: ignore[no-untyped-call]
     with tempfile.TemporaryDirectory() as directory:
-        recoveries, ends, refused, submitted = one_run(plane, core, node, Path(directory), args)
+        recoveries, ends, reasons, refused, submitted = one_run(plane, core, node, Path(directory), args)
     print(f"\nseed {args.seed}: {submitted} jobs submitted ({refused} batches refused): "
           + ", ".join(f"{count} {end}" for end, count in sorted(ends.items())))  # fmt: skip
+    for why, count in reasons.most_common():  # each failure in Flux's own words
+        print(f"  {count} failed with {why}")
     print("\n| fault | every rank available (s) | queue moving (s) |\n| --- | ---: | ---: |")
     for kind, available, moving in recoveries:
         print(f"| {kind} | {available:.1f} | {moving:.1f} |")
