@@ -113,21 +113,22 @@ def request(
     query: dict[str, Any] | None = None,
     body: Any = None,
     timeout: tuple[float, float] = REQUEST_TIMEOUT,
+    content_type: str = "application/json",
 ) -> Any:
     """One call (`where`: /api/v1/..., /apis/GROUP/VERSION/...): the server's JSON answer."""
-    return json.loads(_send(api_client, method, where, query, body, timeout).read())
+    return json.loads(_send(api_client, method, where, query, body, timeout, content_type).read())
 
 
-def get(api_client: Any, where: str, query: dict[str, Any] | None = None) -> Any:
+def get(
+    api_client: Any, where: str, query: dict[str, Any] | None = None, timeout: tuple[float, float] = REQUEST_TIMEOUT
+) -> Any:
     """An object, or a list (its `items`), as a View."""
-    return view(request(api_client, "GET", where, query))
+    return view(request(api_client, "GET", where, query, timeout=timeout))
 
 
 def patch(api_client: Any, where: str, changes: dict[str, Any], field_manager: str | None = None) -> Any:
     """A merge patch of the object at `where`: the object as it is now, as a View."""
-    query = {"fieldManager": field_manager}
-    sent = _send(api_client, "PATCH", where, query, changes, REQUEST_TIMEOUT, content_type=MERGE_PATCH)
-    return view(json.loads(sent.read()))
+    return view(request(api_client, "PATCH", where, {"fieldManager": field_manager}, changes, content_type=MERGE_PATCH))
 
 
 def jobs(namespace: str, name: str | None = None) -> str:
@@ -136,6 +137,10 @@ def jobs(namespace: str, name: str | None = None) -> str:
 
 def pods(namespace: str, name: str | None = None) -> str:
     return path("v1", "pods", namespace, name)
+
+
+def events(namespace: str) -> str:
+    return path("v1", "events", namespace)
 
 
 def text(api_client: Any, where: str, query: dict[str, Any], timeout: tuple[float, float] = REQUEST_TIMEOUT) -> str:
@@ -184,7 +189,7 @@ def run_in_pod(
 
     query = [("container", container), ("stdout", "true"), ("stderr", "true"), ("stdin", "false"), ("tty", "false")]
     method, url, headers, _, _ = api_client.param_serialize(
-        "GET", f"{path('v1', 'pods', namespace, pod)}/exec", query_params=query + [("command", c) for c in command],
+        "GET", f"{pods(namespace, pod)}/exec", query_params=query + [("command", c) for c in command],
         header_params={"Accept": "*/*"}, auth_settings=["BearerToken"],
     )  # fmt: skip
     session = ws_client.websocket_call(  # type: ignore[no-untyped-call]

@@ -67,7 +67,7 @@ class _Run:
 
     def __init__(self, api_client: Any, namespace: str, request_timeout: tuple[float, float]) -> None:
         self.api, self.namespace, self.request_timeout = api_client, namespace, request_timeout
-        self.pods = api_calls.path("v1", "pods", namespace)
+        self.pods = api_calls.pods(namespace)
 
     def create(self, pod: dict[str, Any]) -> str:
         try:
@@ -127,26 +127,27 @@ class _Run:
         return True
 
     def read(self, name: str) -> Any:
-        return api_calls.view(api_calls.request(self.api, "GET", f"{self.pods}/{name}", timeout=self.request_timeout))
+        return api_calls.get(self.api, api_calls.pods(self.namespace, name), timeout=self.request_timeout)
 
     def read_certificate(self, name: str, container: str, timeout: float) -> tuple[str, str, int | None]:
         command = ["/bin/sh", "-c", paths.READ_CERTIFICATE, "read-certificate", paths.KEYGEN_CERT]
         return api_calls.run_in_pod(self.api, self.namespace, name, container, command, timeout=timeout)
 
     def log(self, name: str, tail_lines: int | None = None) -> str:
-        return api_calls.text(self.api, f"{self.pods}/{name}/log", {"tailLines": tail_lines}, self.request_timeout)
+        where = f"{api_calls.pods(self.namespace, name)}/log"
+        return api_calls.text(self.api, where, {"tailLines": tail_lines}, self.request_timeout)
 
     def events(self, name: str) -> list[Any]:
         query = {"fieldSelector": f"involvedObject.name={name}"}
-        where = api_calls.path("v1", "events", self.namespace)
-        found = api_calls.request(self.api, "GET", where, query, timeout=self.request_timeout)
-        return list(api_calls.view(found.get("items") or []))
+        found = api_calls.get(self.api, api_calls.events(self.namespace), query, timeout=self.request_timeout)
+        return list(found.items or [])
 
     def delete(self, name: str) -> None:
         """A failed delete must not hide the outcome it follows: warn, and say how to clean up."""
         try:
             query = {"gracePeriodSeconds": 0}
-            api_calls.request(self.api, "DELETE", f"{self.pods}/{name}", query, timeout=self.request_timeout)
+            where = api_calls.pods(self.namespace, name)
+            api_calls.request(self.api, "DELETE", where, query, timeout=self.request_timeout)
         except Exception as error:
             found = kube.problem(error)
             if found.kind != "not-found":

@@ -78,6 +78,6 @@ def guard(
 def _not_created(api_client: Any, namespace: str, job: str) -> str:
     """Why the Job controller could not create pods (e.g. a quota), from the Job's latest event."""
     query = {"fieldSelector": f"involvedObject.name={job}"}
-    events = api_calls.get(api_client, api_calls.path("v1", "events", namespace), query).items
+    events = api_calls.get(api_client, api_calls.events(namespace), query).items
     failed = [event for event in events or [] if event.reason == "FailedCreate"]
     return f"FailedCreate: {failed[-1].message}" if failed else ""

@@ -45,7 +45,7 @@ from tests.bench.rank0_eviction import deploy
 from tests.engines.control_plane import ControlPlane
 from tests.engines.node import NODE_STATE
 from tests.kubelet.pod import wait_until
-from tests.realengine.node.lost_pods import flux, lose, rank_pod, ready_rank
+from tests.realengine.node.lost_pods import both_online, flux, lose, rank_pod, ready_rank
 
 SIZE = 4
 FAULTS = ("worker deleted", "worker killed", "rank 0 evicted", "rank 0 killed", "worker cut off")
@@ -135,11 +135,12 @@ def whole(core: client.CoreV1Api, namespace: str) -> bool:
     if pod is None:
         return False
     try:
-        online = flux(core, namespace, pod.metadata.name, "resource", "status", "-s", "online", "-no", "{ranks}")
+        if not both_online(core, namespace, pod.metadata.name, SIZE):
+            return False
         drained = flux(core, namespace, pod.metadata.name, "resource", "status", "-s", "drain", "-no", "{ranks}")
     except client.ApiException:
         return False
-    return online.strip() == f"0-{SIZE - 1}" and not drained.strip()
+    return not drained.strip()
 
 
 def a_job_runs(core: client.CoreV1Api, namespace: str) -> bool:
