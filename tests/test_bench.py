@@ -62,10 +62,13 @@ def test_the_admission_benchmark_stays_fast_on_a_large_cluster() -> None:
     """CI's reduced run: 500 nodes and 10 000 pods. Linear work; 5 000 and 100 000 are in the README."""
     from tests.bench import admission as bench_admission
 
-    decode_s, check_s, problems = bench_admission.measure(500, 10_000)
+    _, small_check_s, _ = bench_admission.measure(50, 1_000)
+    _, check_s, problems = bench_admission.measure(500, 10_000)
     assert problems == []  # the fixtures' hpc half has room for 1000 brokers of 4 cpu
-    assert check_s < 2.0
-    assert decode_s < 2.0
+    # Ten times the cluster costs about ten times as much, not a hundred (the check is linear): a ratio
+    # of two runs under the same load, not a duration, which a loaded machine stretches. (The pages'
+    # decoding is the standard library's json, timed by the benchmark, not asserted here.)
+    assert check_s < 30 * small_check_s
 
 
 @pytest.mark.realflux
@@ -79,11 +82,16 @@ def test_up_and_destroy_return_within_half_a_second_of_the_cluster_being_done(re
 
 
 @pytest.mark.realflux
-def test_a_scrape_of_rank0s_metrics_costs_under_50_ms_with_1000_jobs(real_flux: None) -> None:
-    header, ((jobs, scrapes, *times),) = table("metrics", "--jobs", "1000", "--scrapes", "5")
-    assert header == "| jobs in the instance | scrapes | min (ms) | median (ms) | max (ms) |"
-    assert (jobs, scrapes) == ("1000", "5")
-    assert all(0 < float(ms) < 50 for ms in times)
+def test_a_scrape_of_rank0s_metrics_costs_the_same_with_1000_jobs_as_with_10(real_flux: None) -> None:
+    """The scrape reads Flux's counts, never a list of jobs: a hundred times the jobs, about the same
+    time (a ratio of two runs on the same machine, not a duration, which a loaded machine stretches)."""
+    medians = {}
+    for held in ("10", "1000"):
+        header, ((jobs, scrapes, *times),) = table("metrics", "--jobs", held, "--scrapes", "5")
+        assert header == "| jobs in the instance | scrapes | min (ms) | median (ms) | max (ms) |"
+        assert (jobs, scrapes) == (held, "5")
+        medians[held] = float(times[1])
+    assert 0 < medians["1000"] < 3 * medians["10"], medians
 
 
 @pytest.mark.realflux

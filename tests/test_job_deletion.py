@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from flux_minicluster.builders.names import labels
+from flux_minicluster.cluster import api_calls
 from flux_minicluster.resources import deletion
 from tests.conftest import config
 from tests.harness import deploy
@@ -22,9 +23,6 @@ from tests.test_operate import BROKER, DEV, broker_pod, job
 DELETION = "pulumi-python:dynamic/minicluster:JobDeletion"
 JOB = "kubernetes:batch/v1:Job"
 ELASTIC = {"command": None, "size": 4, "maxSize": 8}
-SOON = 1.0
-"""Seconds within which a delete returns once the last object went: its watch sees it at once; on a
-loaded 2-core machine the provider process may still take a moment to answer."""
 
 
 def test_the_elastic_job_depends_on_its_deletion_which_is_replaced_delete_first() -> None:
@@ -80,7 +78,8 @@ def test_delete_returns_once_the_job_and_its_pods_are_gone(plugin: ProviderPlugi
     terminating(api)
 
     def controllers_finish() -> None:  # the Job goes, then its pods, as the garbage collector and kubelets end them
-        time.sleep(1.5)
+        while not api.watches:  # once the delete waits for them
+            time.sleep(0.01)
         with api.lock:
             gone.append(time.monotonic())  # before they go: a delete that returned sooner finds no time here
             api.jobs.clear()
@@ -90,9 +89,11 @@ def test_delete_returns_once_the_job_and_its_pods_are_gone(plugin: ProviderPlugi
     gone: list[float] = []
     threading.Thread(target=controllers_finish, daemon=True).start()
     plugin.delete("default/dev", plugin.with_provider(inputs()))
-    # It waited for them (the clock of their end is the controllers' own), and returned within a second
-    # of the last (the watch sees it; the next look of a poll would be a minute away).
-    assert gone and 0 <= time.monotonic() - gone[0] < SOON
+    assert gone  # it returned only after they went
+    # Their end seen by the watch on the pods: no list after it began (a poll's next look would be a
+    # minute away), then one read that finds the Job gone.
+    assert api.watches == [api_calls.pods("default")]
+    assert (api.reads("/pods"), api.reads("/jobs/dev")) == (2, 2)  # before and after the watch
 
 
 def test_with_foreground_deletion_the_job_that_outlives_its_pods_is_waited_for(
@@ -101,7 +102,8 @@ def test_with_foreground_deletion_the_job_that_outlives_its_pods_is_waited_for(
     terminating(api)
 
     def controllers_finish() -> None:  # foreground deletion: the pods first, the Job a moment after
-        time.sleep(0.5)
+        while not api.watches:
+            time.sleep(0.01)
         for namespace, name in list(api.pods):
             api.delete_pod(namespace, name)
         time.sleep(0.5)
@@ -112,13 +114,13 @@ def test_with_foreground_deletion_the_job_that_outlives_its_pods_is_waited_for(
     gone: list[float] = []
     threading.Thread(target=controllers_finish, daemon=True).start()
     plugin.delete("default/dev", plugin.with_provider(inputs()))
-    assert gone and 0 <= time.monotonic() - gone[0] < SOON
+    assert gone  # it returned only after the Job went, not at its pods' end
+    assert api.watches == [api_calls.pods("default")]
 
 
 def test_delete_of_a_job_already_gone_returns_at_once(plugin: ProviderPlugin, api: Cluster) -> None:
-    started = time.monotonic()
     plugin.delete("default/dev", plugin.with_provider(inputs()))
-    assert time.monotonic() - started < 2
+    assert (api.reads("/pods"), api.reads("/jobs/dev"), api.watches) == (1, 1, [])  # one look, no wait
 
 
 def test_pods_that_outlive_the_wait_fail_the_delete_naming_them(plugin: ProviderPlugin, api: Cluster) -> None:

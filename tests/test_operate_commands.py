@@ -169,9 +169,7 @@ def test_wait_follows_a_job_to_completion(kube_api: Cluster, capsys: pytest.Capt
             kube_api.jobs[("default", "dev")]["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
 
     kube_api.on_request = complete_soon
-    started = time.monotonic()
     assert cli.cmd_wait(cli.Cluster(_client(), DEV), cli.Console(width=200), 30, Clock(poll=0.05)) == 0
-    assert time.monotonic() - started < 5
     assert "the job completed" in capsys.readouterr().out
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from flux_minicluster.builders.names import labels
+from flux_minicluster.cluster import api_calls
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.resources import scheduling
 from tests.conftest import config
@@ -53,36 +54,36 @@ def test_done_as_soon_as_every_pod_has_a_node(plugin: ProviderPlugin, api: Clust
     api.add_job(job())
     for rank in range(4):
         api.add_pod(broker_pod(rank, running(BROKER)))
-    plugin.create(inputs(plugin))  # a fresh plugin process's first create also loads the Kubernetes client
-    started = time.monotonic()
     resource_id, outs = plugin.create(inputs(plugin))
-    assert time.monotonic() - started < 2  # the guard's own time: no poll, no wait
+    assert (api.reads("/pods"), api.watches) == (1, [])  # one look, then done: no wait, no watch
     assert outs["outcome"] == "all 4 pods of the Job default/dev were scheduled"
     assert resource_id == f"default/dev/{'a' * 12}"
     assert patches(api) == []
 
 
-def test_done_within_a_second_of_the_last_pod_getting_its_node(plugin: ProviderPlugin, api: Cluster) -> None:
+def test_done_at_the_watched_change_that_gives_the_last_pod_its_node(plugin: ProviderPlugin, api: Cluster) -> None:
     """Woken by the pods' changes (a watch), not by a poll."""
     api.add_job(job())
     for rank in range(4):
         api.add_pod(broker_pod(rank, {"phase": "Pending"}, node=None))
 
-    def scheduler_binds() -> None:  # 0.3 s after the guard first looks at the pods
-        while not any(method == "GET" and path.endswith("/pods") for method, path, _ in list(api.requests)):
+    def scheduler_binds() -> None:  # once the guard watches the pods
+        while not api.watches:
             time.sleep(0.01)
-        time.sleep(0.3)
         with api.lock:
-            bound.append(time.monotonic())  # before the pods change: the guard cannot be done sooner
+            reads_before.append(api.reads("/pods"))
             for pod in list(api.pods.values()):
                 pod["spec"]["nodeName"] = "node-1"
                 api._record("MODIFIED", pod)
 
-    bound: list[float] = []
+    reads_before: list[int] = []
     threading.Thread(target=scheduler_binds, daemon=True).start()
     _, outs = plugin.create(inputs(plugin))
     assert outs["outcome"] == "all 4 pods of the Job default/dev were scheduled"
-    assert 0 <= time.monotonic() - bound[0] < 1.0  # a watch: without one, the next look is a minute away
+    # The watch's event is what ended it: one list before the watch, and no look at the pods after the bind
+    # (a poll's next look would be a minute away).
+    assert reads_before == [1] and api.reads("/pods") == 1
+    assert api.watches == [api_calls.pods("default")]
 
 
 def test_pods_that_stay_unschedulable_stop_the_job_and_say_why(plugin: ProviderPlugin, api: Cluster) -> None:
@@ -90,9 +91,7 @@ def test_pods_that_stay_unschedulable_stop_the_job_and_say_why(plugin: ProviderP
     api.add_pod(broker_pod(0, running(BROKER)))
     for rank in (1, 2, 3):
         api.add_pod(broker_pod(rank, unschedulable(FULL), node=None))
-    started = time.monotonic()
     details = grpc_error(lambda: plugin.create(inputs(plugin)))
-    assert time.monotonic() - started < 5  # scheduleTimeout 1 s: not jobTimeout
     assert (
         f"the Job's pods could not be scheduled for 1s (minicluster:scheduleTimeout): Unschedulable: {FULL}" in details
     )

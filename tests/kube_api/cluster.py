@@ -81,6 +81,9 @@ class Cluster:
     events: list[Json] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     requests: list[tuple[str, str, Json | None]] = field(default_factory=list)
+    watches: list[str] = field(default_factory=list)
+    """The path of each watch request (a GET with watch=true), in order: a client that waits by a watch,
+    not by listing again and again, shows here."""
     kubelet: Callable[[Json], list[Step]] | None = None
     on_request: Callable[[int], None] | None = None
     """Called with each request's number (from 1) before it is answered: to change the cluster mid-command."""
@@ -108,8 +111,8 @@ class Cluster:
         with self.lock:
             for store in (self.pods, self.jobs, self.config_maps, self.logs, self.previous_logs, self.ended):
                 store.clear()
-            for items in (self.events, self.faults, self.requests, self.nodes, self.quotas, self.limit_ranges,
-                          self.field_managers, self.webhooks):  # fmt: skip
+            for items in (self.events, self.faults, self.requests, self.watches, self.nodes, self.quotas,
+                          self.limit_ranges, self.field_managers, self.webhooks):  # fmt: skip
                 items.clear()
             self.crds.clear()
             self.pod_security.clear()
@@ -166,6 +169,11 @@ class Cluster:
             "involvedObject": {"kind": kind, "name": involved, "namespace": namespace},
             "reason": reason, "message": message, "type": "Warning", "firstTimestamp": at,
         })  # fmt: skip
+
+    def reads(self, suffix: str) -> int:
+        """How many times a path ending in `suffix` was read (a GET that is not a watch)."""
+        gets = sum(1 for method, path, _ in self.requests if method == "GET" and path.endswith(suffix))
+        return gets - sum(1 for path in self.watches if path.endswith(suffix))
 
     def created_pods(self) -> list[Json]:
         return [body for method, path, body in self.requests if method == "POST" and path.endswith("/pods") and body]

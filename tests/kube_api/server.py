@@ -78,6 +78,8 @@ class _Handler(PodRoutes, ObjectRoutes):
         with self.cluster.lock:
             self.cluster.requests.append((method, url.path, body))
             number = len(self.cluster.requests)
+            if method == "GET" and self.query.get("watch") in ("true", "1"):
+                self.cluster.watches.append(url.path)
         if self.cluster.on_request is not None:
             self.cluster.on_request(number)
         if self._faulted(method, url.path) or self._forbidden(method, url.path):
