@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 
-from flux_minicluster.builders import manifests
+from flux_minicluster.builders import keygen
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import IMAGE, config
 
 SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")
-POD = manifests.keygen_pod(SPEC)
+POD = keygen.keygen_pod(SPEC)
 
 
 def test_keygen_pod_runs_flux_keygen_once_in_the_cluster_image() -> None:
@@ -37,4 +37,4 @@ def test_the_certificate_waits_in_a_memory_volume_never_in_the_log() -> None:
 
 def test_keygen_image_is_a_setting() -> None:
     spec = load_spec({f"minicluster:{k}": v for k, v in config(keygenImage="fluxrm/flux-core:noble").items()}, "dev")
-    assert manifests.keygen_pod(spec)["spec"]["containers"][0]["image"] == "fluxrm/flux-core:noble"
+    assert keygen.keygen_pod(spec)["spec"]["containers"][0]["image"] == "fluxrm/flux-core:noble"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from flux_minicluster.builders import manifests
+from flux_minicluster.builders import keygen, manifests
 from flux_minicluster.config import certificate, stack_file
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -36,7 +36,7 @@ def pods_of(spec: MiniClusterSpec) -> dict[str, Json]:
     """Every pod spec the program creates: the Job's brokers and the keygen pod."""
     objects = manifests.all_objects(spec, certificate.generate(spec.rank0_host).text())
     (job,) = [obj for obj in objects if obj["kind"] == "Job"]
-    return {"broker": job["spec"]["template"]["spec"], "keygen": manifests.keygen_pod(spec)["spec"]}
+    return {"broker": job["spec"]["template"]["spec"], "keygen": keygen.keygen_pod(spec)["spec"]}
 
 
 def example_specs() -> Iterator[tuple[str, MiniClusterSpec]]:

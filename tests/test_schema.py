@@ -8,7 +8,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from flux_minicluster.builders import manifests
+from flux_minicluster.builders import keygen, manifests
 from flux_minicluster.config import certificate
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -138,7 +138,7 @@ def objects(spec: MiniClusterSpec) -> list[dict[str, Any]]:
     """The built-in kinds (a gang's PodGroup is checked against its CRD's schema: test_gang.py)."""
     cert = certificate.generate(spec.rank0_host).text()
     built_in = [obj for obj in manifests.all_objects(spec, cert) if obj["kind"] != "PodGroup"]
-    return [*built_in, manifests.keygen_pod(spec)]
+    return [*built_in, keygen.keygen_pod(spec)]
 
 
 def test_the_supported_range_reaches_the_newest_schema_available() -> None:

@@ -2,7 +2,8 @@
 
 No Pulumi here. The Pulumi component passes Outputs where a builder takes a name or the certificate,
 and `scripts/render.py` passes plain strings: both use these functions, so there is one copy of every
-manifest. Names live in names.py, file contents in files.py, the broker pod in pod_template.py.
+manifest. Names live in names.py, file contents in files.py, the broker pod in pod_template.py, the
+keygen pod in keygen.py.
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ from typing import Any
 from flux_minicluster.builders import (
     admission_policy,
     autoscaling,
-    flux_view,
     gang,
     monitoring,
-    pod_security,
     pod_template,
 )
 from flux_minicluster.builders.files import (
@@ -35,10 +34,10 @@ from flux_minicluster.builders.names import (
     curve_secret_name,
     entrypoint_name,
     labels,
+    object_metadata,
     pod_group_name,
     scale_config_name,
 )
-from flux_minicluster.config import paths
 from flux_minicluster.config.paths import LOCAL_URI, STATE_DIR
 from flux_minicluster.config.sizing import scale_files
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -46,27 +45,11 @@ from flux_minicluster.config.spec import MiniClusterSpec
 __all__ = [  # what callers use from here, wherever it is defined
     "BROKER_CONFIG_KEY", "BROKER_CONTAINER", "CURVE_CERT_KEY", "LOCAL_URI", "STATE_DIR", "all_objects",
     "broker_config_map", "broker_toml", "config_secret", "curve_secret", "entrypoint_config_map", "entrypoint_env",
-    "headless_service", "job", "keygen_pod", "labels", "pod_group", "restful_api_service", "run_config_files",
+    "headless_service", "job", "labels", "pod_group", "restful_api_service", "run_config_files",
     "scale_config_map",
 ]  # fmt: skip
 
 Manifest = dict[str, Any]
-
-KEYGEN_CONTAINER = "keygen"
-KEYGEN_VOLUME = "keygen"
-# The certificate goes to a file in memory, complete or not at all (mv), and stays there until
-# `pulumi up` has read it through the exec API and deleted the pod: no log line, event or status
-# ever holds it. The pod's deadline (activeDeadlineSeconds) ends the wait if nobody comes.
-KEYGEN_SCRIPT = r"""set -eu
-if [ -n "${MC_FLUX_VIEW:-}" ]; then
-  PATH="$PATH:$MC_FLUX_VIEW/view/bin" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}:$MC_FLUX_VIEW/view/lib"
-  export PATH LD_LIBRARY_PATH
-fi
-"$MC_FLUX" keygen --name="$MC_CERT_NAME" "$MC_CERT_FILE.new" >&2
-mv "$MC_CERT_FILE.new" "$MC_CERT_FILE"
-echo "minicluster: the certificate is made; pulumi up reads it through the exec API, then deletes this pod"
-exec sleep "$MC_HOLD_SECONDS"
-"""
 
 WAIT_FOR = "pulumi.com/waitFor"
 SKIP_AWAIT = "pulumi.com/skipAwait"
@@ -76,17 +59,12 @@ AWAIT_TIMEOUT = "pulumi.com/timeoutSeconds"
 DISRUPTED_PODS_ARE_RETRIED = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
 
 
-def _metadata(spec: MiniClusterSpec, name: Any, component: str, **extra: Any) -> Manifest:
-    named = {} if name is None else {"name": name}
-    return {**named, "namespace": spec.namespace, "labels": labels(spec, component), **extra}
-
-
 def curve_secret(spec: MiniClusterSpec, certificate: Any) -> Manifest:
     """`certificate` is the zcert text (an Output in the Pulumi program: it stays secret there)."""
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _metadata(spec, curve_secret_name(spec), "curve-certificate"),
+        "metadata": object_metadata(spec, curve_secret_name(spec), "curve-certificate"),
         "type": "Opaque",
         "stringData": {CURVE_CERT_KEY: certificate},
     }
@@ -98,7 +76,7 @@ def config_secret(spec: MiniClusterSpec) -> Manifest | None:
     data = config_secret_data(spec)
     if not data:
         return None
-    metadata = _metadata(spec, config_secret_name(spec), "config-secret")
+    metadata = object_metadata(spec, config_secret_name(spec), "config-secret")
     return {"apiVersion": "v1", "kind": "Secret", "metadata": metadata, "type": "Opaque", "stringData": data}
 
 
@@ -117,7 +95,7 @@ def scale_config_map(spec: MiniClusterSpec) -> Manifest:
 
 
 def _config_map(spec: MiniClusterSpec, name: str, component: str, data: dict[str, str]) -> Manifest:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": _metadata(spec, name, component), "data": data}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": object_metadata(spec, name, component), "data": data}
 
 
 def pod_group(spec: MiniClusterSpec) -> Manifest | None:
@@ -127,7 +105,7 @@ def pod_group(spec: MiniClusterSpec) -> Manifest | None:
     return {
         "apiVersion": gang.API_VERSIONS[spec.scheduler.gang],
         "kind": "PodGroup",
-        "metadata": _metadata(spec, pod_group_name(spec), "gang"),
+        "metadata": object_metadata(spec, pod_group_name(spec), "gang"),
         "spec": gang.pod_group_spec(spec),
     }
 
@@ -138,7 +116,7 @@ def headless_service(spec: MiniClusterSpec) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(spec, spec.service, "broker-network"),
+        "metadata": object_metadata(spec, spec.service, "broker-network"),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,
@@ -157,7 +135,7 @@ def restful_api_service(spec: MiniClusterSpec) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": _metadata(spec, spec.api_service, "restful-api"),
+        "metadata": object_metadata(spec, spec.api_service, "restful-api"),
         "spec": {
             "selector": {**labels(spec, "broker"), INDEX_LABEL: "0"},
             "ports": [{"name": "restful-api", "port": port, "targetPort": port, "protocol": "TCP"}],
@@ -202,7 +180,7 @@ def job(
         job_spec["activeDeadlineSeconds"] = spec.deadline_seconds
     if spec.suspend:
         job_spec["suspend"] = True
-    metadata = _metadata(spec, spec.name, "job", annotations=job_await_annotations(spec))
+    metadata = object_metadata(spec, spec.name, "job", annotations=job_await_annotations(spec))
     metadata["labels"] = {**spec.job_labels, **metadata["labels"]}
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": job_spec}
 
@@ -215,47 +193,6 @@ def job_await_annotations(spec: MiniClusterSpec) -> dict[str, str]:
     if spec.elastic:
         return {SKIP_AWAIT: "true"}
     return {AWAIT_TIMEOUT: str(spec.job_timeout)}
-
-
-def keygen_pod(spec: MiniClusterSpec) -> Manifest:
-    """A pod that runs `flux keygen` in the cluster's image and keeps the certificate in a memory
-    volume until `pulumi up` reads it (exec) and deletes the pod. It can pull and schedule where the
-    brokers can. generateName: a pod left behind never blocks the next."""
-    env = {
-        "MC_FLUX": spec.flux_path,
-        "MC_CERT_NAME": spec.rank0_host,
-        "MC_CERT_FILE": paths.KEYGEN_CERT,
-        "MC_HOLD_SECONDS": str(spec.keygen_timeout),
-    }
-    container: Manifest = {
-        "name": KEYGEN_CONTAINER,
-        "image": spec.keygen_image or spec.image,
-        "command": ["/bin/sh", "-c", KEYGEN_SCRIPT],
-        "env": [{"name": key, "value": value} for key, value in env.items()],
-        "volumeMounts": [{"name": KEYGEN_VOLUME, "mountPath": paths.KEYGEN_DIR}],
-    }
-    pod_spec: Manifest = {
-        "restartPolicy": "Never",
-        "automountServiceAccountToken": False,
-        "activeDeadlineSeconds": spec.keygen_timeout,
-        "containers": [container],
-        "volumes": [{"name": KEYGEN_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": "1Mi"}}],
-    }
-    pod = spec.pod
-    tolerations = [toleration.manifest() for toleration in pod.tolerations]
-    for key, value in (("imagePullSecrets", [{"name": name} for name in pod.image_pull_secrets]),
-                       ("nodeSelector", dict(pod.node_selector)), ("tolerations", tolerations)):  # fmt: skip
-        if value:
-            pod_spec[key] = value
-    if spec.flux_view.enabled and spec.keygen_image is None:
-        view = flux_view.FLUX_VIEW
-        pod_spec["initContainers"] = [flux_view.init_container(spec)]
-        pod_spec["volumes"].append({"name": view, "emptyDir": {}})
-        container["volumeMounts"] += flux_view.keygen_mounts(spec)
-        container["env"].append({"name": "MC_FLUX_VIEW", "value": spec.flux_view.path})
-    pod_security.secure(spec, pod_spec)
-    metadata = {"generateName": f"{spec.name}-keygen-", **_metadata(spec, None, "keygen")}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod_spec}
 
 
 def all_objects(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from flux_minicluster.config.spec import BROKER_CONTAINER, MiniClusterSpec
 
 __all__ = [
     "AUTOSCALER_CONTAINER", "BROKER_CONTAINER", "INDEX_LABEL", "broker_config_name", "config_secret_name",
-    "curve_secret_name", "entrypoint_name", "labels", "scale_config_name",
+    "curve_secret_name", "entrypoint_name", "labels", "object_metadata", "scale_config_name",
 ]  # fmt: skip
 
 AUTOSCALER_CONTAINER = "autoscaler"
@@ -44,6 +46,13 @@ def scale_config_name(spec: MiniClusterSpec) -> str:
 def pod_group_name(spec: MiniClusterSpec) -> str:
     """The gang's PodGroup (scheduler.gang): named as the Job, whose pods it holds."""
     return spec.name
+
+
+def object_metadata(spec: MiniClusterSpec, name: Any, component: str, **extra: Any) -> dict[str, Any]:
+    """An object's metadata: its name (an Output in the Pulumi program; None for generateName), the
+    namespace and the MiniCluster's labels."""
+    named = {} if name is None else {"name": name}
+    return {**named, "namespace": spec.namespace, "labels": labels(spec, component), **extra}
 
 
 def labels(spec: MiniClusterSpec, component: str) -> dict[str, str]:

@@ -126,9 +126,9 @@ def certificate_inputs(spec: MiniClusterSpec, kube_context: str | None = None, *
         namespace=spec.namespace, clusterName=spec.name, certName=spec.rank0_host, rotation=spec.certificate_rotation,
     )  # fmt: skip
     if pod:
-        from flux_minicluster.builders import manifests
+        from flux_minicluster.builders import keygen as keygen_builder
 
-        keygen_pod = manifests.keygen_pod(spec)
+        keygen_pod = keygen_builder.keygen_pod(spec)
         inputs = inputs.model_copy(
             update={"pod": json.dumps(keygen_pod), "timeout": spec.keygen_timeout, "kube_context": kube_context,
                     "schedule_timeout": spec.schedule_timeout}

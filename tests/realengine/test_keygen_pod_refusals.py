@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from flux_minicluster.builders import manifests
+from flux_minicluster.builders import keygen
 from flux_minicluster.cluster import kube
 from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
 from flux_minicluster.config.loader import load_spec
@@ -23,7 +23,7 @@ from tests.realengine.accounts import kubeconfig_for
 
 def keygen_pod(namespace: str) -> dict[str, Any]:
     raw = config(namespace=namespace, pod=selecting(namespace))
-    return manifests.keygen_pod(load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev"))
+    return keygen.keygen_pod(load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev"))
 
 
 def failure(pod: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from flux_minicluster.builders import manifests, rendering
+from flux_minicluster.builders import keygen, manifests, rendering
 from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.config.spec import MiniClusterSpec
 
@@ -102,7 +102,7 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
 def _policy_refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str:
     """An admission policy refuses pods of the MiniCluster: no autoscaler adds room for that."""
     containers = [container["name"] for container in obj["spec"]["containers"]]
-    which = "the keygen pod" if manifests.KEYGEN_CONTAINER in containers else "the broker pods"
+    which = "the keygen pod" if keygen.KEYGEN_CONTAINER in containers else "the broker pods"
     return f"an admission policy of namespace {spec.namespace!r} refuses {which}: {found.detail}"
 
 
