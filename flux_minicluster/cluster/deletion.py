@@ -8,6 +8,7 @@ replacement of the Job) would meet a Job of the same name that is still being de
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -28,21 +29,22 @@ def wait_until_gone(
     clock: Clock | None = None, say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
 ) -> str:  # fmt: skip
     wait = Wait(timeout, clock)
-    first = _left(api_client, namespace, job, _pods(api_client, namespace, selector))
-    if not first:
-        return _gone(namespace, job)
-    say(f"waiting up to {timeout:g}s for {first} to be gone")
 
-    # The pods are watched; once they are gone, the Job is read every JOB_LOOK seconds (with foreground
-    # deletion it goes a moment after its last pod).
+    # The pods are watched (the first look is the watch's own list); once they are gone, the Job is read
+    # every JOB_LOOK seconds (with foreground deletion it goes a moment after its last pod).
     def next_look() -> float:
         return min(wait.remaining, watching.IDLE_LOOK)
 
-    for pods in watching.pods(api_client, namespace, objects.label_selector(selector), next_look):
-        if not pods:
-            break
-        if wait.over:
-            raise StillThere(_still_there(timeout, _left(api_client, namespace, job, pods), namespace, job))
+    with contextlib.closing(watching.pods(api_client, namespace, objects.label_selector(selector), next_look)) as looks:
+        pods = next(looks)
+        first = _left(api_client, namespace, job, pods)
+        if not first:
+            return _gone(namespace, job)
+        say(f"waiting up to {timeout:g}s for {first} to be gone")
+        while pods:
+            if wait.over:
+                raise StillThere(_still_there(timeout, _left(api_client, namespace, job, pods), namespace, job))
+            pods = next(looks)
     while left := _left(api_client, namespace, job, []):
         if wait.over:
             raise StillThere(_still_there(timeout, left, namespace, job))
@@ -59,11 +61,6 @@ def _still_there(timeout: float, left: str, namespace: str, job: str) -> str:
         f"after {timeout:g}s, {left} still exist: Kubernetes has not finished deleting them. Check with "
         f"`kubectl get job,pods -n {namespace} -l job-name={job}`; a new `pulumi up` of this stack would meet them"
     )
-
-
-def _pods(api_client: Any, namespace: str, selector: dict[str, str]) -> list[Any]:
-    listed = api_calls.get(api_client, api_calls.pods(namespace), {"labelSelector": objects.label_selector(selector)})
-    return list(listed.items or [])
 
 
 def _left(api_client: Any, namespace: str, job: str, pods: list[Any]) -> str:

@@ -7,7 +7,7 @@ and `pulumi destroy` all wait this way.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from typing import Any
 
 from flux_minicluster.cluster import api_calls
@@ -21,7 +21,7 @@ IDLE_LOOK = 60.0
 restarted API server), and a list now and then finds what it missed."""
 
 
-def pods(api_client: Any, namespace: str, selector: str, next_look: Callable[[], float]) -> Iterator[list[Any]]:
+def pods(api_client: Any, namespace: str, selector: str, next_look: Callable[[], float]) -> Generator[list[Any]]:
     """The pods that match `selector` now, then again after each change, for as long as the caller
     takes them. `next_look()`: seconds until the caller must look even if nothing changed (a deadline,
     a condition held long enough); the pods are listed again then. The API server ends a watch after
