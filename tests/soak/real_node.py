@@ -60,8 +60,9 @@ BATCH = 2
 that the queue does not grow without end (it did at three every two seconds: 299 pending after 6 min)."""
 
 
-def pod_processes(pod: Any) -> list[int]:
-    """The node's processes of the pod's containers (not its sandbox's pause), by its cgroup."""
+def pod_processes(pod: Any, *, sandbox: bool = False) -> list[int]:
+    """The node's processes of the pod's containers (not its sandbox's pause), by its cgroup; with
+    `sandbox`, the pause process alone, which holds the pod's network namespace for the pod's life."""
     uid = pod.metadata.uid
     found = []
     for entry in Path("/proc").iterdir():
@@ -72,7 +73,8 @@ def pod_processes(pod: Any) -> list[int]:
             command = (entry / "cmdline").read_bytes().split(b"\0")[0]
         except OSError:  # gone meanwhile
             continue
-        if (f"pod{uid}" in groups or f"pod{uid.replace('-', '_')}" in groups) and not command.endswith(b"/pause"):
+        in_pod = f"pod{uid}" in groups or f"pod{uid.replace('-', '_')}" in groups
+        if in_pod and command.endswith(b"/pause") == sandbox:
             found.append(int(entry.name))
     return found
 
@@ -86,8 +88,10 @@ def kill(pod: Any) -> None:
 def cut_off(pod: Any, seconds: float) -> None:
     """The pod's link down for `seconds`, then up with its routes as they were: the kernel drops the
     routes through a link that goes down, and the default one (to the Services, DNS included) would not
-    come back with the link."""
-    in_pod = ["nsenter", "-t", str(pod_processes(pod)[0]), "-n", "ip"]
+    come back with the link. The namespace is entered through the pause process: a container's process
+    may end during the cut (a broker that restarts, a probe), and the link could not be put back up."""
+    (pause,) = pod_processes(pod, sandbox=True)
+    in_pod = ["nsenter", "-t", str(pause), "-n", "ip"]
     routes = json.loads(subprocess.run([*in_pod, "-j", "route", "show", "default"], capture_output=True,
                                        text=True, check=True).stdout)  # fmt: skip
     subprocess.run([*in_pod, "link", "set", "eth0", "down"], check=True)
