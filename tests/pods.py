@@ -167,12 +167,10 @@ def starts(log: Path) -> int:
     return sum(1 for call in calls_of(log) if call.get("argv", [""])[0] == "start")
 
 
-def stop(started: tuple[subprocess.Popen[str], Path]) -> tuple[Run, float]:
-    """SIGTERM to the entrypoint once its broker runs, as the kubelet sends it; and how long it took to
-    exit."""
+def stop(started: tuple[subprocess.Popen[str], Path]) -> Run:
+    """SIGTERM to the entrypoint once its broker runs, as the kubelet sends it; what it did till it
+    exited."""
     process, log = started
     wait_for(lambda: starts(log) > 0, "the broker to start")
-    sent = time.monotonic()
     process.send_signal(signal.SIGTERM)
-    run = Pods.wait(started)
-    return run, time.monotonic() - sent
+    return Pods.wait(started)

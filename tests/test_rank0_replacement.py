@@ -32,7 +32,7 @@ def test_a_worker_that_had_joined_rejoins_with_a_fresh_budget_when_rank0_is_kill
     broker = int((tmp_path / "state-1" / "broker.pid").read_text())
     os.kill(broker, signal.SIGKILL)  # what losing its parent does to a broker: it exits non-zero
     wait_for(lambda: starts(log) == 2, "the broker to start again")
-    run, _ = stop((worker, log))
+    run = stop((worker, log))
     assert "after it had joined the instance: rejoining rank 0's replacement" in run.stderr
     assert "giving up" not in run.stderr
 
