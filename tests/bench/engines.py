@@ -6,6 +6,8 @@ real Flux (the test kubelet as a Node). In alternating runs, each in a namespace
   - the dev stack (four brokers run `hostname`), its certificate from a keygen pod: `pulumi up`, which
     returns once the Job is complete, against `kubectl apply` of render.py's objects for the same
     stack (its certificate made locally) followed by `kubectl wait` for the same completion;
+  - the same objects as `kubectl apply`'s, declared by the plainest Pulumi program
+    (tests/bench/plain_program.py): Pulumi's own floor for them, whatever the program;
   - the interactive stack (four brokers, persistent): `pulumi up`, which returns once every broker
     runs;
   - `pulumi destroy` of each, until nothing is left.
@@ -26,6 +28,7 @@ import argparse
 import os
 import secrets
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -38,7 +41,10 @@ from tests.bench.rendered import apply, kubectl, rendered
 from tests.engines.control_plane import ControlPlane
 from tests.harness import example
 from tests.realengine.node.stacks import StackOnRealNode
-from tests.realengine.pulumi_stack import StackOnNode
+from tests.realengine.pulumi_stack import Stack, StackOnNode
+
+PLAIN_PROGRAM = Path(__file__).with_name("plain_program.py")
+PYTHON_PROJECT = "name: plain\nruntime:\n  name: python\n  options:\n    toolchain: pip\n    virtualenv: venv\n"
 
 
 class Run:
@@ -60,6 +66,17 @@ class Run:
         apply(self.plane, rendered(stack.project / f"Pulumi.{stack.name}.yaml"), stack.directory)
         kubectl(self.plane, "wait", "-n", self.namespace, "--for=condition=complete", "--timeout=300s", "job/dev")
 
+    def plain_program(self) -> Stack:
+        """A stack of plain_program.py, with render.py's objects for the stack file `pulumi up` reads."""
+        stack = self.cluster.stack
+        project = stack.directory.parent / "plain"
+        project.mkdir()
+        (project / "Pulumi.yaml").write_text(PYTHON_PROJECT)
+        (project / "__main__.py").write_text(PLAIN_PROGRAM.read_text())
+        (project / "venv").symlink_to(Path(sys.prefix))
+        (project / "objects.yaml").write_text(rendered(stack.project / f"Pulumi.{stack.name}.yaml"))
+        return Stack(self.plane, stack.directory.parent / "plain-stack", "dev", {}, project=project)
+
     def close(self) -> None:
         self.cluster.close()
         client.CoreV1Api(self.admin).delete_namespace(self.namespace)
@@ -72,14 +89,22 @@ def timed(step: Callable[[], object]) -> float:
 
 
 def measure(plane: ControlPlane, admin: client.ApiClient, tmp: Path, runs: int) -> dict[str, list[float]]:
-    times: dict[str, list[float]] = {name: [] for name in ("up", "apply", "persistent", "destroy", "destroy-p")}
+    times: dict[str, list[float]] = {
+        name: [] for name in ("up", "apply", "plain", "persistent", "destroy", "destroy-p")
+    }
+    ways = ["up", "apply", "plain"]
     for index in range(runs):
-        for kind in ("up", "apply", "persistent") if index % 2 == 0 else ("apply", "up", "persistent"):
+        for kind in [*ways[index % 3 :], *ways[: index % 3], "persistent"]:  # each way first in turn
             stack = example("interactive") if kind == "persistent" else example("dev")
             run = Run(plane, admin, tmp, "interactive" if kind == "persistent" else "dev", stack)
             try:
                 if kind == "apply":
                     times["apply"].append(timed(run.apply_rendered))
+                    continue
+                if kind == "plain":
+                    plain = run.plain_program()
+                    times["plain"].append(timed(plain.up))
+                    plain.destroy()
                     continue
                 times[kind].append(timed(run.cluster.stack.up))
                 times["destroy" if kind == "up" else "destroy-p"].append(timed(run.cluster.stack.destroy))
@@ -94,6 +119,7 @@ def table(times: dict[str, list[float]]) -> str:
     median = {name: statistics.median(values) for name, values in times.items()}
     rows = [
         ("dev: `pulumi up` until the Job completes", median["up"], median["apply"]),
+        ("dev: the plainest Pulumi program of the same objects (plain_program.py)", median["plain"], median["apply"]),
         ("dev: `pulumi destroy` until nothing is left", median["destroy"], None),
         ("interactive: `pulumi up` until every broker runs", median["persistent"], None),
         ("interactive: `pulumi destroy` until nothing is left", median["destroy-p"], None),
