@@ -3,6 +3,7 @@ worker whose broker dies (tests/kubelet runs the pods)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
@@ -11,7 +12,7 @@ import pytest
 
 from flux_minicluster.builders.manifests import LOCAL_URI
 from flux_minicluster.config import lifecycle
-from tests.kubelet.pod import Pod, wait_until
+from tests.kubelet.pod import Pod, ProbeRun, wait_until
 from tests.kubelet.pods import Kubelet
 
 pytestmark = pytest.mark.realflux
@@ -50,28 +51,36 @@ def test_a_broker_is_not_ready_until_it_is_up_in_the_instance(minicluster: Make)
     assert online(rank0) == "0-1"
 
 
-def test_the_probe_says_ready_within_half_a_second_of_the_broker_entering_the_run_state(minicluster: Make) -> None:
-    """As the kubelet runs it: one run every periodSeconds, each within its timeout."""
+def test_a_probe_run_keeps_looking_so_the_run_after_the_broker_entered_the_run_state_says_ready(
+    minicluster: Make,
+) -> None:
+    """As the kubelet runs it: one run every periodSeconds, each within its timeout. A run that says no
+    has looked for a while (READY_LOOKS looks, READY_LOOK apart), not once, so the pod is Ready a look
+    after its broker is, not a period later (how soon: tests/bench/waits.py, `up`)."""
     cluster = minicluster(size=2, command=None)
     worker = cluster.start(1)
     wait_until(lambda: "load-builtins->join" in worker.log, "the worker's broker to start", 10)
-    answers: list[tuple[float, bool]] = []
+    runs: list[ProbeRun] = []
 
     def kubelet_probes() -> None:
-        for answered, said in worker.probes():
-            answers.append((answered, said))
-            if said:
+        for run in worker.probes():
+            runs.append(run)
+            if run.said:
                 return
 
     prober = threading.Thread(target=kubelet_probes, daemon=True)
     prober.start()
-    wait_until(lambda: answers, "the first probe run", 10, poll=0.005)
+    wait_until(lambda: runs, "the first probe run", 10, poll=0.005)
     cluster.start(0)  # just after a run said no: the worst moment for a probe that only looks once a period
     wait_until(lambda: "quorum->run" in worker.log, "the worker's broker to enter the run state", 20, poll=0.005)
     up = time.monotonic()
     prober.join(timeout=10)
-    assert answers[-1][1]
-    assert answers[-1][0] - up < 0.5
+    *said_no, said_yes = runs
+    looking = (lifecycle.READY_LOOKS - 1) * lifecycle.READY_LOOK
+    assert [run.said for run in runs] == [False] * len(said_no) + [True]
+    assert all(run.answered - run.started >= looking for run in said_no)  # each looked for a while
+    assert not [run for run in said_no if run.started > up]  # none began with the broker up and said no
+    assert said_yes.answered > up
 
 
 def test_once_ready_the_probe_no_longer_asks_flux_only_whether_that_broker_runs(minicluster: Make) -> None:
@@ -109,14 +118,13 @@ def broker_pid(pod: Pod) -> str:
 # -- SIGTERM -------------------------------------------------------------------------------------------
 
 
-def test_a_worker_told_to_stop_exits_at_once_with_143_its_rank_drained(minicluster: Make) -> None:
+def test_a_worker_told_to_stop_exits_143_with_its_rank_drained_before_its_broker_leaves(minicluster: Make) -> None:
     """Drained first: the broker takes a moment to stop, and a job started there meanwhile would fail."""
     _, (rank0, _, worker) = persistent(minicluster)
-    sent = time.monotonic()
-    assert worker.terminate() == STOPPED
-    assert time.monotonic() - sent < 2
+    assert worker.terminate() == STOPPED  # itself, within the grace period: not killed (137)
     wait_until(lambda: online(rank0) == "0-1", "rank 0 to see the rank go", 10)
     assert drained(rank0) == "2 minicluster: the pod of rank 2 is stopping"
+    assert [name for name, _ in resource_events(rank0, "2") if name != "online"] == ["drain", "offline"]
 
 
 def test_a_worker_whose_probe_has_not_run_since_its_broker_joined_drains_its_rank_too(minicluster: Make) -> None:
@@ -141,14 +149,14 @@ def test_a_worker_told_to_stop_under_a_job_ends_it_and_frees_its_other_nodes_at_
     every node of it, 5 x kill-timeout (25 s) for the gone rank's shell."""
     _, (rank0, _, worker) = persistent(minicluster)
     job = started(rank0, "sleep", "300")
-    sent = time.monotonic()
     assert worker.terminate() == STOPPED
-    assert time.monotonic() - sent < 2
     wait_until(lambda: rank0.flux("jobs", "-no", "{state}", job).strip() == "INACTIVE", "the job to end", 30)
-    assert time.monotonic() - sent < 5
     ended = rank0.flux("jobs", "-no", "{result}|{exception.type}|{exception.note}", job).strip()
     assert ended == "FAILED|node-failure|minicluster: the pod of rank 2 is stopping"
-    assert rank0.flux("run", "-N2", "true", timeout=10) == ""  # its other nodes are free
+    (freed,) = [stamp for name, stamp in job_events(rank0, job) if name == "free"]
+    (left,) = [stamp for name, stamp in resource_events(rank0, "2") if name == "offline"]
+    assert freed < left  # every node freed while rank 2's broker was still there: Flux waited for no shell
+    assert rank0.flux("run", "-N2", "true", timeout=10) == ""
 
 
 def test_the_tasks_on_a_stopping_worker_get_sigterm_before_its_broker_stops(minicluster: Make) -> None:
@@ -192,6 +200,18 @@ def marked(rank0: Pod, rank: int) -> bool:
     return found.returncode == 0
 
 
+def resource_events(rank0: Pod, rank: str) -> list[tuple[str, float]]:
+    """Rank 0's resource eventlog, the events of rank `rank` (name, timestamp), in order."""
+    events = [json.loads(line) for line in rank0.flux("resource", "eventlog", "-f", "json").splitlines()]
+    return [(e["name"], e["timestamp"]) for e in events if e.get("context", {}).get("idset") == rank]
+
+
+def job_events(rank0: Pod, job: str) -> list[tuple[str, float]]:
+    """The job's eventlog (name, timestamp), in order: rank 0's clock, as its resource eventlog's."""
+    events = [json.loads(line) for line in rank0.flux("job", "eventlog", "-f", "json", job).splitlines()]
+    return [(e["name"], e["timestamp"]) for e in events]
+
+
 def drained(rank0: Pod) -> str:
     return rank0.flux("resource", "drain", "-no", "{ranks} {reason}").strip()
 
@@ -205,12 +225,10 @@ def test_rank0_told_to_stop_exits_at_once_with_143_and_the_workers_wait_for_its_
     minicluster: Make,
 ) -> None:
     cluster, (rank0, *workers) = persistent(minicluster)
-    sent = time.monotonic()
-    assert rank0.terminate() == STOPPED
-    assert time.monotonic() - sent < 5  # the instance's clean shutdown: its cleanup and rc3 scripts
-    time.sleep(2)
+    assert rank0.terminate() == STOPPED  # the instance's clean shutdown, within the grace period
+    for worker in workers:
+        wait_until(lambda worker=worker: "rank 0's pod went away: rejoining" in worker.log, "the workers", 10)
     assert all(worker.running() for worker in workers)
-    assert all("rank 0's pod went away: rejoining" in worker.log for worker in workers)
     replacement = cluster.start(0)
     wait_until(lambda: all(worker.ready() for worker in workers), "the workers to rejoin", 30)
     wait_until(lambda: online(replacement) == "0-2", "the replacement to see them online", 10)

@@ -60,7 +60,7 @@ class Mirror:
     def _probe(self, pod: Pod) -> None:
         """The kubelet's readiness worker: one run each period; the pod's Ready condition follows."""
         was = False
-        for _, now in pod.probes():
+        for now in (run.said for run in pod.probes()):
             if now != was:
                 self._set_ready(pod.name, now)
                 was = now

@@ -167,7 +167,7 @@ class Node:
         """Readiness while it runs (the probe at its period, else Ready once running), then its end, as
         the kubelet reports them."""
         ready = False
-        for _, said in running.probes() if running.probe else iter([(0.0, True)]):
+        for said in (run.said for run in running.probes()) if running.probe else iter([True]):
             if said != ready and not self.stopping.is_set():
                 ready = said
                 self._status(pod, {**self._conditions(ready), "containerStatuses": self._containers(pod, ready)})

@@ -13,7 +13,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from flux_minicluster.builders import manifests
 from tests.kubelet.volumes import Manifest
@@ -89,6 +89,14 @@ class Container:
             self.signal(signal.SIGKILL)
 
 
+class ProbeRun(NamedTuple):
+    """One run of a readiness probe: when it started and answered (time.monotonic()), and what."""
+
+    started: float
+    answered: float
+    said: bool
+
+
 class Pod:
     """One pod of the Job: its Flux container and the native sidecars that run beside it."""
 
@@ -128,13 +136,13 @@ class Pod:
             return False
         return probe.returncode == 0
 
-    def probes(self) -> Iterator[tuple[float, bool]]:
+    def probes(self) -> Iterator[ProbeRun]:
         """The readiness probe as the kubelet's worker runs it: one run each periodSeconds while the
-        container runs; when each run answered (time.monotonic()), and what."""
+        container runs."""
         while self.running():
             started = time.monotonic()
             said = self.ready()
-            yield time.monotonic(), said
+            yield ProbeRun(started, time.monotonic(), said)
             time.sleep(max(0.0, started + self.probe["periodSeconds"] - time.monotonic()))
 
     def running(self) -> bool:
