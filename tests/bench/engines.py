@@ -15,6 +15,7 @@ real Flux (the test kubelet as a Node). In alternating runs, each in a namespace
     venv/bin/python -m tests.bench.engines              # 5 runs each
     venv/bin/python -m tests.bench.engines --runs 3
     venv/bin/python -m tests.bench.engines --real-node  # the pods in real containers (below)
+    venv/bin/python -m tests.bench.engines --set keygen=local --set admission=off  # the dev stack, so set
 
 Needs root (namespaces), flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux:
 tests/kubelet/image.py) and the real engines. With --real-node, the pods run on the real node
@@ -88,14 +89,17 @@ def timed(step: Callable[[], object]) -> float:
     return time.monotonic() - started
 
 
-def measure(plane: ControlPlane, admin: client.ApiClient, tmp: Path, runs: int) -> dict[str, list[float]]:
+def measure(
+    plane: ControlPlane, admin: client.ApiClient, tmp: Path, runs: int, dev: dict[str, Any]
+) -> dict[str, list[float]]:
+    """`dev`: the dev stack's config, for `pulumi up`, `kubectl apply` and the plain program alike."""
     times: dict[str, list[float]] = {
         name: [] for name in ("up", "apply", "plain", "persistent", "destroy", "destroy-p")
     }
     ways = ["up", "apply", "plain"]
     for index in range(runs):
         for kind in [*ways[index % 3 :], *ways[: index % 3], "persistent"]:  # each way first in turn
-            stack = example("interactive") if kind == "persistent" else example("dev")
+            stack = example("interactive") if kind == "persistent" else dev
             run = Run(plane, admin, tmp, "interactive" if kind == "persistent" else "dev", stack)
             try:
                 if kind == "apply":
@@ -134,24 +138,34 @@ def table(times: dict[str, list[float]]) -> str:
     return "\n".join(lines)
 
 
+def setting(pair: str) -> tuple[str, Any]:
+    """KEY=VALUE, the key without `minicluster:`; the value a string, or a number if it is one."""
+    key, _, value = pair.partition("=")
+    return key, int(value) if value.isdigit() else value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--real-node", action="store_true", help="on the real node of MC_CONTROL_PLANE, MC_NODE")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a key of the dev stack")
     args = parser.parse_args()
+    dev = {**example("dev"), **dict(setting(pair) for pair in args.set)}
+    if args.set:
+        print(f"the dev stack with {', '.join(args.set)}", flush=True)
     if args.real_node:
         Run.real_node = True
         plane = ControlPlane.attach(Path(os.environ["MC_CONTROL_PLANE"]))
         admin = config.new_client_from_config(str(plane.kubeconfig))  # type: ignore[no-untyped-call]
         with tempfile.TemporaryDirectory() as directory:
-            print(table(measure(plane, admin, Path(directory), args.runs)))
+            print(table(measure(plane, admin, Path(directory), args.runs, dev)))
         return
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
         plane = ControlPlane(tmp / "plane")
         try:
             admin = config.new_client_from_config(str(plane.kubeconfig))  # type: ignore[no-untyped-call]
-            print(table(measure(plane, admin, tmp, args.runs)))
+            print(table(measure(plane, admin, tmp, args.runs, dev)))
         finally:
             plane.stop()
 
