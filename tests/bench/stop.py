@@ -30,7 +30,7 @@ from tests.bench.spread import spread
 from tests.conftest import config
 from tests.kubelet.pod import wait_until
 from tests.kubelet.pods import Kubelet
-from tests.test_real_rank0_replacement import Busy
+from tests.realflux.test_real_rank0_replacement import Busy
 
 STOPPED = 143
 

@@ -16,7 +16,7 @@ from flux_minicluster.config import sizing
 from tests.autoscaled import shrinks
 from tests.kubelet.pod import wait_until
 from tests.realengine.pulumi_stack import StackOnNode
-from tests.test_real_autoscale import example
+from tests.realflux.test_real_autoscale import example
 
 pytestmark = pytest.mark.realflux
 

@@ -15,7 +15,7 @@ from flux_minicluster.config.paths import SERVICE_ACCOUNT_DIR
 from tests.autoscaled import shrinks
 from tests.kubelet.pod import wait_until
 from tests.realengine.node.stacks import StackOnRealNode
-from tests.test_real_autoscale import example
+from tests.realflux.test_real_autoscale import example
 
 pytestmark = pytest.mark.realflux
 

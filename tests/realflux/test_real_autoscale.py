@@ -17,7 +17,7 @@ from tests.autoscaled import AUTOSCALE, Autoscaled, shrinks
 from tests.kube_api import StandIn
 from tests.kubelet.image import FLUX_PREFIX
 from tests.kubelet.pods import Kubelet
-from tests.test_real_metrics import scrape
+from tests.realflux.test_real_metrics import scrape
 
 pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]

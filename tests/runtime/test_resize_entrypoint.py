@@ -1,7 +1,7 @@
 """What brokers read at start in a resizable cluster (issue 11): the current size and quorum come from
 the scale ConfigMap, which a resize rewrites, not from the pod's environment. The real entrypoint
 under bash with the stand-in `flux` that records its arguments; resize.sh itself runs on real Flux
-(tests/test_real_resize.py).
+(tests/realflux/test_real_resize.py).
 """
 
 from __future__ import annotations

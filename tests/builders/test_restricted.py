@@ -20,7 +20,7 @@ from flux_minicluster.config import certificate, stack_file
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
-from tests.harness import refused_problems
+from tests.harness import ROOT, refused_problems
 from tests.pod_security_standard import violations
 from tests.pods import Pods
 from tests.schemas import assert_conforms
@@ -40,7 +40,7 @@ def pods_of(spec: MiniClusterSpec) -> dict[str, Json]:
 
 
 def example_specs() -> Iterator[tuple[str, MiniClusterSpec]]:
-    for path in sorted(Path(__file__).resolve().parent.parent.glob("Pulumi.*.yaml")):
+    for path in sorted(ROOT.glob("Pulumi.*.yaml")):
         stack = yaml.safe_load(path.read_text())["config"]
         name = stack_file.stack_name(path)
         yield name, load_spec({**stack, "minicluster:securityProfile": "restricted"}, name)

@@ -1,5 +1,5 @@
 """Rank 0's readings as rows of `minicluster status` (cluster/flux_view.py). The readings themselves
-come from real Flux in tests/test_real_readings.py."""
+come from real Flux in tests/realflux/test_real_readings.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """metrics: every broker pod serves /metrics (the pods' metrics.py, tested on real Flux in
-tests/test_real_metrics.py); what the builders and the program make of the config: the port, the scrape
+tests/realflux/test_real_metrics.py); what the builders and the program make of the config: the port, the scrape
 annotations, the Service's port and the Prometheus Operator's ServiceMonitor."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from flux_minicluster.cluster import admission
 from flux_minicluster.config import certificate
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
+from tests.builders.test_schema import SUPPORTED
+from tests.cluster.test_admission import FOUR
 from tests.conftest import config
 from tests.harness import deploy, refused_problems
 from tests.kube_api import Cluster
 from tests.schemas import assert_conforms, crd_problems
-from tests.test_admission import FOUR
-from tests.test_schema import SUPPORTED
 
 Json = dict[str, Any]
 ON = {"enabled": True}

@@ -1,6 +1,6 @@
 """The keygen pod when the API server or the connection says no (refusals, no answer, no room), with the
 real `kubernetes` client against the API stand-in, which can fail on demand; what the pod itself did is
-tests/test_keygen_pod.py, and a missing namespace and RBAC's refusals, as the real API server says them,
+tests/cluster/test_keygen_pod.py, and a missing namespace and RBAC's refusals, as the real API server says them,
 tests/realengine/test_keygen_pod_refusals.py."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from tests.cluster.test_keygen_pod import CERT, POD, deleted, failure, holding, run
 from tests.kube_api import Cluster, Step, refused_url, running, unschedulable, write_kubeconfig
-from tests.test_keygen_pod import CERT, POD, deleted, failure, holding, run
 
 # -- what the API server said ---------------------------------------------------------------------
 

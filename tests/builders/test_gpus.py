@@ -11,11 +11,11 @@ import yaml
 from flux_minicluster.builders import manifests
 from flux_minicluster.cluster import admission
 from flux_minicluster.config.loader import load_spec
+from tests.cluster.test_admission import FOUR, node
 from tests.conftest import config
 from tests.harness import ROOT, deploy, refused_problems
 from tests.kube_api import Cluster
 from tests.pods import Pods
-from tests.test_admission import FOUR, node
 
 Json = dict[str, Any]
 

@@ -1,5 +1,5 @@
 """The stack's Flux extras as the program renders them on mocks: the flux view, the RESTful API and
-the state volume (the other keys: tests/test_full_spec.py)."""
+the state volume (the other keys: tests/resources/test_full_spec.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import tomllib
 from tests.conftest import config
 from tests.harness import deploy
 from tests.plain import plain
-from tests.test_full_spec import SCRATCH, SERVICE, SIDECAR, containers, data, flux_container, job_of, pod_of
+from tests.resources.test_full_spec import SCRATCH, SERVICE, SIDECAR, containers, data, flux_container, job_of, pod_of
 
 # -- flux view ------------------------------------------------------------------------------------
 

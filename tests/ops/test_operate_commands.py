@@ -1,4 +1,4 @@
-"""The ops tool's commands beyond the states table (tests/test_operate.py): contexts and kubeconfigs,
+"""The ops tool's commands beyond the states table (tests/ops/test_operate.py): contexts and kubeconfigs,
 exec's arguments and endings, following logs, waiting, status's details, and following a resize;
 against the API stand-in, with the real `kubernetes` client."""
 
@@ -21,7 +21,7 @@ from flux_minicluster.cluster.waiting import Clock
 from flux_minicluster.ops import cli
 from tests.harness import ROOT
 from tests.kube_api import Cluster, finished, running, unschedulable
-from tests.test_operate import BROKER, DEV, all_running, broker_pod, job
+from tests.ops.test_operate import BROKER, DEV, all_running, broker_pod, job
 
 # -- beyond the table -----------------------------------------------------------------------------
 

@@ -17,8 +17,8 @@ from flux_minicluster.resources import deletion
 from tests.conftest import config
 from tests.harness import deploy
 from tests.kube_api import Cluster, StandIn, running
+from tests.ops.test_operate import BROKER, DEV, broker_pod, job
 from tests.provider_plugin import ProviderPlugin, grpc_error
-from tests.test_operate import BROKER, DEV, broker_pod, job
 
 DELETION = "pulumi-python:dynamic/minicluster:JobDeletion"
 JOB = "kubernetes:batch/v1:Job"

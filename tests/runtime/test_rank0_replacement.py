@@ -1,5 +1,5 @@
 """A replaced rank 0 (issue 18): what is the scripts' and Kubernetes' own part. The instance's
-restart from the state volume, on real Flux, is tests/test_real_rank0_replacement.py.
+restart from the state volume, on real Flux, is tests/realflux/test_real_rank0_replacement.py.
 
 The real entrypoint under bash with the stand-in `flux` (a broker that runs until told to stop), for
 the worker's retry budget and the signals the broker inherits; the rest reads the rendered Job.

@@ -1,5 +1,5 @@
 """The entrypoint's hooks and logging modes, the flux view, and the lint of every script: the real
-entrypoint under bash with the stand-in `flux` (its broker's start: tests/test_entrypoint.py)."""
+entrypoint under bash with the stand-in `flux` (its broker's start: tests/runtime/test_entrypoint.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from flux_minicluster.builders import manifests
+from tests.harness import ROOT
 from tests.pods import SCRIPTS, Pods
 
 # -- hooks and logging ----------------------------------------------------------------------------
@@ -67,16 +68,16 @@ def test_debug_mode_traces_commands(tmp_path: Path) -> None:
     assert "+ find_rank" in Pods(tmp_path, logging={"debug": True}).run(1).stderr
 
 
-KUBELET = Path(__file__).with_name("kubelet")
+KUBELET = ROOT / "tests" / "kubelet"
 """The test kubelet's own scripts (the container, and real flux with faults): as clean as the pods'."""
-ENGINES = Path(__file__).with_name("engines")
+ENGINES = ROOT / "tests" / "engines"
 """The real engines' install script, and CI's own script (and the component package's plugin launcher)."""
 
 
 @pytest.mark.parametrize(
     "script",
     [*sorted(SCRIPTS.glob("*.sh")), *sorted(KUBELET.glob("*.sh")), *sorted(ENGINES.glob("*.sh")),
-     ENGINES.parent.parent / ".ci" / "run", ENGINES.parent.parent / "package" / "bin" / "pulumi-resource-minicluster"],
+     ROOT / ".ci" / "run", ROOT / "package" / "bin" / "pulumi-resource-minicluster"],
     ids=lambda path: path.name,
 )  # fmt: skip
 def test_every_script_is_shellcheck_clean(script: Path) -> None:

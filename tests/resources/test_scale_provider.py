@@ -18,9 +18,9 @@ from flux_minicluster.resources import scale
 from tests.kube_api import Cluster, StandIn, ready, running, unschedulable
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
+from tests.ops.test_operate import BROKER, DEV, broker_pod, job
 from tests.provider_plugin import DIFF_SOME, ProviderPlugin, grpc_error
-from tests.test_operate import BROKER, DEV, broker_pod, job
-from tests.test_real_resize import drained
+from tests.realflux.test_real_resize import drained
 
 SCALE = "pulumi-python:dynamic/minicluster:Scale"
 FULL = "0/3 nodes are available: 3 Insufficient cpu."
