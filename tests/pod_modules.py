@@ -1,4 +1,4 @@
-"""The pods' Python modules (builders/scripts/*.py), imported here as the pods import them: by their
+"""The pods' Python modules (pod_scripts/*.py), imported here as the pods import them: by their
 file name, from the directory they sit in; `sizing` is config/sizing.py, as the pods get it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from importlib import resources
 
 from flux_minicluster.config import sizing
 
-SCRIPTS_DIR = str(resources.files("flux_minicluster.builders").joinpath("scripts"))
+SCRIPTS_DIR = str(resources.files("flux_minicluster").joinpath("pod_scripts"))
 if SCRIPTS_DIR not in sys.path:
     sys.path.append(SCRIPTS_DIR)
 sys.modules.setdefault("sizing", sizing)

@@ -41,7 +41,7 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_the_wheel_holds_the_package_the_pods_scripts_and_the_command(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
-    assert "flux_minicluster/builders/scripts/entrypoint.sh" in names
+    assert "flux_minicluster/pod_scripts/entrypoint.sh" in names
     assert "flux_minicluster/ops/cli.py" in names
     assert not [name for name in names if name.startswith(("components/", "tests/", "scripts/"))]
     (entry_points,) = [name for name in names if name.endswith("entry_points.txt")]

@@ -18,7 +18,7 @@ SCRIPTS = (
     paths.READINGS_SCRIPT, paths.METRICS_SCRIPT, paths.AUTOSCALER_ENTRY, paths.AUTOSCALER_SCRIPT,
     paths.AUTOSCALING_MODULE, paths.CLUSTER_API_MODULE,
 )  # fmt: skip
-"""The scripts in every broker pod's run-config directory (builders/scripts/), beside config/sizing.py."""
+"""The scripts in every broker pod's run-config directory (pod_scripts/), beside config/sizing.py."""
 BATCH_SCRIPT = "batch.sh"
 RESTFUL_API_LIBRARIES = ".libraries"
 """Where, beside the RESTful API's code, its init container installs the libraries it needs."""
@@ -80,7 +80,7 @@ def worker_modules(spec: MiniClusterSpec) -> tuple[str, ...]:
 
 
 def script(name: str) -> str:
-    return resources.files("flux_minicluster.builders").joinpath("scripts", name).read_text()
+    return resources.files("flux_minicluster").joinpath("pod_scripts", name).read_text()
 
 
 def run_config_files(spec: MiniClusterSpec) -> dict[str, str]:

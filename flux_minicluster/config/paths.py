@@ -4,7 +4,7 @@ env vars for the scripts) and by the config checks (user volumes must not land o
 PREFIX = "/etc/minicluster"
 BROKER_CONFIG_DIR = f"{PREFIX}/broker"
 RUN_CONFIG_DIR = f"{PREFIX}/run"
-"""The scripts (builders/scripts/) and the files that configure them."""
+"""The scripts (pod_scripts/) and the files that configure them."""
 CURVE_DIR = f"{PREFIX}/curve"
 SCALE_DIR = f"{PREFIX}/scale"
 """The current size and quorum (files `size`, `quorum`): a ConfigMap that a resize updates in place,

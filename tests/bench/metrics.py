@@ -26,7 +26,7 @@ from tests.bench.spread import spread
 from tests.flux_instance import Instance
 from tests.kubelet.image import FLUX
 
-METRICS = Path(files.__file__).with_name("scripts") / "metrics.py"
+METRICS = Path(files.__file__).parents[1] / "pod_scripts" / "metrics.py"
 
 
 def free_port() -> int:

@@ -19,7 +19,7 @@ from tests.kubelet.pods import Kubelet
 
 pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]
-RUN_SCRIPTS = Path(files.__file__).with_name("scripts")
+RUN_SCRIPTS = Path(files.__file__).parents[1] / "pod_scripts"
 
 
 def module_names(listing: str) -> list[str]:

@@ -1,4 +1,4 @@
-"""The Python the pods run (builders/scripts/*.py, and config/sizing.py, which rank 0 imports as is)
+"""The Python the pods run (pod_scripts/*.py, and config/sizing.py, which rank 0 imports as is)
 runs on the image's Python, which may be older than the project's: its syntax must be Python 3.6's,
 and no annotation that Python evaluates may use what 3.6 lacks (`dict[...]`, `X | None`)."""
 
@@ -14,7 +14,7 @@ from flux_minicluster.builders.files import SCRIPTS
 from flux_minicluster.config import sizing
 
 POD_PYTHON = [
-    *(Path(str(resources.files("flux_minicluster.builders").joinpath("scripts", name)))
+    *(Path(str(resources.files("flux_minicluster").joinpath("pod_scripts", name)))
       for name in SCRIPTS if name.endswith(".py")),
     Path(sizing.__file__),
 ]  # fmt: skip

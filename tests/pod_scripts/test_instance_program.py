@@ -13,8 +13,8 @@ from typing import Any
 from flux_minicluster.builders import manifests, pod_template
 from flux_minicluster.builders.names import BROKER_CONTAINER
 from flux_minicluster.config import paths
+from tests.pod_scripts.test_entrypoint import broker_options, recorder
 from tests.pods import Pods, Run
-from tests.runtime.test_entrypoint import broker_options, recorder
 
 # -- batch and interactive --------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """The entrypoint's hooks and logging modes, the flux view, and the lint of every script: the real
-entrypoint under bash with the stand-in `flux` (its broker's start: tests/runtime/test_entrypoint.py)."""
+entrypoint under bash with the stand-in `flux` (its broker's start: tests/pod_scripts/test_entrypoint.py)."""
 
 from __future__ import annotations
 
