@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER
+from tests import harness
 from tests.kube_api import StandIn
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
@@ -21,6 +22,12 @@ from tests.kubelet.pods import Kubelet
 AUTOSCALE = {"enabled": True, "scaleDownAfter": 3, "cooldown": 1, "interval": 1}
 STARTED = "autoscaler: sizing the cluster to its queue"
 SHRANK = re.compile(r"shrank from (\d+) to (\d+) brokers: no job waits, and ranks (\S+) have been idle for 3s")
+
+
+def example() -> dict[str, Any]:
+    """Pulumi.autoscale.yaml's config, with the autoscaler's times those of a test."""
+    found = harness.example("autoscale")
+    return {**found, "command": None, "autoscale": {**found["autoscale"], **AUTOSCALE}}
 
 
 def ranks(idset: str) -> set[int]:

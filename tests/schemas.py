@@ -10,12 +10,21 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import kubernetes_validate
 import yaml
 
 from flux_minicluster.config import kube_schema
 
 Json = dict[str, Any]
 CRDS = Path(__file__).parent / "crds"
+SCHEMAS = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
+"""Kubernetes' own OpenAPI schemas, one folder a release, as kubernetes-validate ships them."""
+VERSIONS = sorted(
+    (p.name.removeprefix("v").removesuffix("-local") for p in SCHEMAS.glob("v*-local")),
+    key=lambda v: tuple(int(part) for part in v.split(".")),
+)
+SUPPORTED = [v for v in VERSIONS if tuple(int(p) for p in v.split(".")[:2]) >= (1, 29)]
+"""The releases the project supports: 1.29 to the newest."""
 
 
 def validator(kind: str, api_version: str, version: str) -> Any:

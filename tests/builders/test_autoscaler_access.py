@@ -11,12 +11,11 @@ import pytest
 from flux_minicluster.builders import admission_policy
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER, BROKER_CONTAINER
 from flux_minicluster.config import paths
-from tests.builders.test_schema import SUPPORTED
 from tests.config.test_autoscale_config import AUTOSCALED, containers, objects, pod_spec, spec_of
 from tests.conftest import config
 from tests.harness import deploy
 from tests.plain import plain
-from tests.schemas import assert_conforms
+from tests.schemas import SUPPORTED, assert_conforms
 
 POLICY = {**AUTOSCALED, "autoscale": {"enabled": True, "admissionPolicy": True}}
 VAP = "kubernetes:admissionregistration.k8s.io/v1:ValidatingAdmissionPolicy"

@@ -12,10 +12,10 @@ from flux_minicluster.cluster import admission
 from flux_minicluster.config import certificate, stack_file
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
-from tests.cluster.test_admission import FOUR
 from tests.conftest import config
 from tests.harness import ROOT, deploy, refused_problems
 from tests.kube_api import Cluster
+from tests.kube_api.samples import FOUR
 from tests.schemas import crd_problems
 
 Json = dict[str, Any]

@@ -11,10 +11,10 @@ import yaml
 from flux_minicluster.builders import manifests
 from flux_minicluster.cluster import admission
 from flux_minicluster.config.loader import load_spec
-from tests.cluster.test_admission import FOUR, node
 from tests.conftest import config
 from tests.harness import ROOT, deploy, refused_problems
 from tests.kube_api import Cluster
+from tests.kube_api.samples import FOUR, node
 from tests.pods import Pods
 
 Json = dict[str, Any]

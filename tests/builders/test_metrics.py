@@ -13,12 +13,11 @@ from flux_minicluster.cluster import admission
 from flux_minicluster.config import certificate
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
-from tests.builders.test_schema import SUPPORTED
-from tests.cluster.test_admission import FOUR
 from tests.conftest import config
 from tests.harness import deploy, refused_problems
 from tests.kube_api import Cluster
-from tests.schemas import assert_conforms, crd_problems
+from tests.kube_api.samples import FOUR
+from tests.schemas import SUPPORTED, assert_conforms, crd_problems
 
 Json = dict[str, Any]
 ON = {"enabled": True}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -14,14 +13,8 @@ from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests import schemas
 from tests.conftest import config
-from tests.schemas import assert_conforms
+from tests.schemas import SUPPORTED, assert_conforms
 
-SCHEMAS = Path(kubernetes_validate.__file__).parent / "kubernetes-json-schema"
-VERSIONS = sorted(
-    (p.name.removeprefix("v").removesuffix("-local") for p in SCHEMAS.glob("v*-local")),
-    key=lambda v: tuple(int(part) for part in v.split(".")),
-)
-SUPPORTED = [v for v in VERSIONS if tuple(int(p) for p in v.split(".")[:2]) >= (1, 29)]
 EXAMPLES: dict[str, dict[str, Any]] = {
     "hello": config(),
     "persistent": config(command=None, size=1),

@@ -9,10 +9,10 @@ from typing import Any
 
 from flux_minicluster.cluster import admission
 from flux_minicluster.config.loader import load_spec
-from tests.cluster.test_admission import node
 from tests.conftest import config
 from tests.harness import deploy, refused_problems
 from tests.kube_api import Cluster
+from tests.kube_api.samples import node
 
 Json = dict[str, Any]
 MEMORY_SHM = {"medium": "Memory"}

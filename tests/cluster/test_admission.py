@@ -14,22 +14,10 @@ from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import deploy, deploy_rejected
 from tests.kube_api import Cluster, running
+from tests.kube_api.samples import FOUR, node
 
 Json = dict[str, Any]
 REQUESTS = {"requests": {"cpu": "2", "memory": "4Gi"}}
-
-
-def node(name: str, cpu: str = "8", labels: Json | None = None, taints: list[Json] | None = None,
-         cordoned: bool = False, ready: bool = True, pods: str = "110") -> Json:  # fmt: skip
-    spec: Json = {"unschedulable": True} if cordoned else {}
-    if taints:
-        spec["taints"] = taints
-    return {
-        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **(labels or {})}},
-        "spec": spec,
-        "status": {"allocatable": {"cpu": cpu, "memory": "32Gi", "pods": pods},
-                   "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
-    }  # fmt: skip
 
 
 def pod_on(node_name: str, cpu: str, index: int = 0, namespace: str = "other", labels: Json | None = None) -> Json:
@@ -50,9 +38,6 @@ def limit_range(**limits: Json) -> Json:
         "metadata": {"name": "limits", "namespace": "default"},
         "spec": {"limits": [{"type": "Container", **limits}]},
     }
-
-
-FOUR = [node(f"node-{i}") for i in range(1, 5)]
 
 
 @dataclass

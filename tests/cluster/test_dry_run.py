@@ -8,10 +8,10 @@ from typing import Any
 
 from flux_minicluster.cluster import admission
 from flux_minicluster.config.loader import load_spec
-from tests.cluster.test_admission import FOUR
 from tests.conftest import config
 from tests.harness import deploy_rejected
 from tests.kube_api import Cluster
+from tests.kube_api.samples import FOUR
 
 Json = dict[str, Any]
 

@@ -13,11 +13,10 @@ from flux_minicluster.builders.names import AUTOSCALER_CONTAINER, BROKER_CONTAIN
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.auto_names import auto_name
-from tests.builders.test_schema import SUPPORTED
 from tests.conftest import config
 from tests.harness import deploy, refused_problems
 from tests.plain import plain
-from tests.schemas import assert_conforms
+from tests.schemas import SUPPORTED, assert_conforms
 
 AUTOSCALED = {"command": None, "size": 1, "maxSize": 4, "autoscale": {"enabled": True, "scaleDownAfter": 30}}
 JOB = "kubernetes:batch/v1:Job"

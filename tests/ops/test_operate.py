@@ -13,18 +13,14 @@ from typing import Any
 
 import pytest
 
-from flux_minicluster.builders.manifests import labels
-from flux_minicluster.builders.names import INDEX_LABEL
 from flux_minicluster.cluster import flux_view
 from flux_minicluster.config import paths
-from flux_minicluster.config.stack_file import load, stack_path
 from flux_minicluster.ops import cli
 from tests import flux_instance
 from tests.harness import ROOT
 from tests.kube_api import Cluster, finished, refused_url, running, unschedulable, waiting, write_kubeconfig
+from tests.kube_api.samples import BROKER, DEV, broker_pod, job
 
-BROKER = "flux-broker"
-DEV, _ = load(stack_path("dev"))  # the real dev stack: 4 brokers, a command
 FORBIDDEN = (
     'jobs.batch "dev" is forbidden: User "dev" cannot get resource "jobs" in API group "batch" '
     'in the namespace "default"'
@@ -32,25 +28,6 @@ FORBIDDEN = (
 
 
 # -- the cluster's objects, as the API server returns them ----------------------------------------
-
-
-def job(condition: str | None = None, reason: str | None = None) -> dict[str, Any]:
-    conditions = [{"type": condition, "status": "True", "reason": reason}] if condition else []
-    return {
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "dev", "namespace": "default"},
-        "spec": {"completions": 4, "parallelism": 4, "completionMode": "Indexed",
-                 "template": {"spec": {"containers": []}}},
-        "status": {"conditions": conditions, "completedIndexes": "0-3" if condition == "Complete" else ""},
-    }  # fmt: skip
-
-
-def broker_pod(rank: int, status: dict[str, Any], node: str | None = "node-1", owner: str = "dev") -> dict[str, Any]:
-    pod_labels = {**labels(DEV.model_copy(update={"name": owner}), "broker"), INDEX_LABEL: str(rank), "job-name": owner}
-    spec: dict[str, Any] = {"containers": [{"name": BROKER, "image": DEV.image}]}
-    if node:
-        spec["nodeName"] = node
-    metadata = {"name": f"{owner}-{rank}-abcde", "namespace": "default", "labels": pod_labels}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec, "status": status}
 
 
 def brokers(api: Cluster, status: Callable[[int], dict[str, Any]], node: str | None = "node-1") -> None:

@@ -21,7 +21,8 @@ from flux_minicluster.cluster.waiting import Clock
 from flux_minicluster.ops import cli
 from tests.harness import ROOT
 from tests.kube_api import Cluster, finished, running, unschedulable
-from tests.ops.test_operate import BROKER, DEV, all_running, broker_pod, job
+from tests.kube_api.samples import BROKER, DEV, broker_pod, job
+from tests.ops.test_operate import all_running
 
 # -- beyond the table -----------------------------------------------------------------------------
 

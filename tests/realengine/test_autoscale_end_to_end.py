@@ -13,10 +13,9 @@ import pytest
 
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER
 from flux_minicluster.config import sizing
-from tests.autoscaled import shrinks
+from tests.autoscaled import example, shrinks
 from tests.kubelet.pod import wait_until
 from tests.realengine.pulumi_stack import StackOnNode
-from tests.realflux.test_real_autoscale import example
 
 pytestmark = pytest.mark.realflux
 

@@ -12,8 +12,7 @@ import pytest
 
 from flux_minicluster.config import sizing
 from flux_minicluster.config.paths import SERVICE_ACCOUNT_DIR as SERVICE_ACCOUNT
-from tests import harness
-from tests.autoscaled import AUTOSCALE, Autoscaled, shrinks
+from tests.autoscaled import AUTOSCALE, Autoscaled, example, shrinks
 from tests.kube_api import StandIn
 from tests.kubelet.image import FLUX_PREFIX
 from tests.kubelet.pods import Kubelet
@@ -26,12 +25,6 @@ Make = Callable[..., Kubelet]
 def autoscaled(minicluster: Make, api_server: StandIn, makes_pods: bool = True, **overrides: Any) -> Autoscaled:
     kubelet = minicluster(**{"command": None, "size": 1, "maxSize": 4, "autoscale": AUTOSCALE, **overrides})
     return Autoscaled(kubelet, api_server, makes_pods)
-
-
-def example() -> dict[str, Any]:
-    """Pulumi.autoscale.yaml's config, with the autoscaler's times those of a test."""
-    found = harness.example("autoscale")
-    return {**found, "command": None, "autoscale": {**found["autoscale"], **AUTOSCALE}}
 
 
 def sizes(cluster: Autoscaled) -> tuple[float, float, float]:

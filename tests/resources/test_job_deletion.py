@@ -17,7 +17,7 @@ from flux_minicluster.resources import deletion
 from tests.conftest import config
 from tests.harness import deploy
 from tests.kube_api import Cluster, StandIn, running
-from tests.ops.test_operate import BROKER, DEV, broker_pod, job
+from tests.kube_api.samples import BROKER, DEV, broker_pod, job
 from tests.provider_plugin import ProviderPlugin, grpc_error
 
 DELETION = "pulumi-python:dynamic/minicluster:JobDeletion"

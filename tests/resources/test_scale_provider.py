@@ -16,9 +16,9 @@ from flux_minicluster.builders.names import labels
 from flux_minicluster.config import paths
 from flux_minicluster.resources import scale
 from tests.kube_api import Cluster, StandIn, ready, running, unschedulable
+from tests.kube_api.samples import BROKER, DEV, broker_pod, job
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
-from tests.ops.test_operate import BROKER, DEV, broker_pod, job
 from tests.provider_plugin import DIFF_SOME, ProviderPlugin, grpc_error
 from tests.realflux.test_real_resize import drained
 

@@ -18,7 +18,7 @@ from flux_minicluster.resources import scheduling
 from tests.conftest import config
 from tests.harness import deploy
 from tests.kube_api import Cluster, StandIn, running, unschedulable
-from tests.ops.test_operate import BROKER, broker_pod, job
+from tests.kube_api.samples import BROKER, broker_pod, job
 from tests.provider_plugin import DIFF_NONE, DIFF_SOME, ProviderPlugin, grpc_error
 
 GUARD = "pulumi-python:dynamic/minicluster:SchedulingGuard"

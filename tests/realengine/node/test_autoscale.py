@@ -12,10 +12,9 @@ import pytest
 
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER
 from flux_minicluster.config.paths import SERVICE_ACCOUNT_DIR
-from tests.autoscaled import shrinks
+from tests.autoscaled import example, shrinks
 from tests.kubelet.pod import wait_until
 from tests.realengine.node.stacks import StackOnRealNode
-from tests.realflux.test_real_autoscale import example
 
 pytestmark = pytest.mark.realflux
 
