@@ -1,5 +1,5 @@
-"""The keygen pod's manifest (a pure builder). Its run is tested in test_keygen_pod.py, against the
-local API stand-in, and the providers in test_certificate_providers.py, over gRPC."""
+"""The keygen pod's manifest (a pure builder). Its run is tested in tests/cluster/test_keygen_pod.py, against the
+local API stand-in, and the providers in tests/resources/test_certificate_providers.py, over gRPC."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """A worker's rc1 and rc3 (worker_rc.sh): Flux's plan for a worker with its C commands where that is
 all Flux would do, and Flux's own rc anywhere else. Run under bash with a `flux` that answers as an
 installed flux-core does (`config builtin`, `version`) and records the rest; that the modules are the
-ones Flux's own rc1 loads on a worker is checked on real Flux (test_real_lifecycle.py)."""
+ones Flux's own rc1 loads on a worker is checked on real Flux (tests/realflux/test_real_lifecycle.py)."""
 
 from __future__ import annotations
 
