@@ -12,8 +12,14 @@ view. A broker that crashes restarts in its container (a worker's at once, rank 
 60 s of its start, MC_RESTORE_GRACE): then no pod is replaced, and the pod's steps are not seen.
 Printed as a table of medians over the runs.
 
+With --replace-at-once the benchmark itself replaces the lost pod, as a controller of the project's
+own would (none exists: docs/lost-pods.md): once the old pod has Failed, a copy of it for the same
+index, owned by the Job, with the Job's labels and tracking finalizer. Then it looks, past the Job
+controller's back-off, at what that controller made of it: the pods of the index that still run.
+
     MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --runs 3
     MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --how crash --rank 1
+    MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --replace-at-once
 
 Needs a running control plane and real node (as `.ci/run` starts them) with flux-core in the node's
 image (MC_FLUX_PREFIX when the node started).
@@ -27,8 +33,10 @@ import secrets
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 from kubernetes import client, config
@@ -39,6 +47,7 @@ from tests.engines.node import NODE_STATE
 from tests.harness import example
 from tests.kubelet.pod import wait_until
 from tests.realengine.node.lost_pods import (
+    ENDED,
     STEPS,
     PodWatch,
     both_online,
@@ -74,7 +83,39 @@ def deploy(
     return rank0
 
 
-def one_fault(core: client.CoreV1Api, namespace: str, how: str, rank: int) -> dict[str, float]:
+OURS = "minicluster.test/replaced-at-once"
+"""The mark on a pod the benchmark made, not the Job controller."""
+
+
+def replaced_at_once(core: client.CoreV1Api, namespace: str, lost: Any) -> None:
+    """The pod `lost` replaced once it has Failed, as a controller of ours would: the same pod for the
+    same index (hostname, labels, the completion index, the Job as its controlling owner, the Job's
+    tracking finalizer), under a new name, for the scheduler to place."""
+    name = lost.metadata.name
+    read: Any = core.read_namespaced_pod
+    wait_until(lambda: read(name, namespace).status.phase == "Failed", "the pod Failed", 60, poll=0.02)
+    metadata = lost.metadata
+    body: Any = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": f"{name.rsplit('-', 1)[0]}-", "namespace": namespace,
+                     "labels": metadata.labels, "annotations": {**metadata.annotations, OURS: "true"},
+                     "finalizers": metadata.finalizers,
+                     "ownerReferences": core.api_client.sanitize_for_serialization(metadata.owner_references)},
+        "spec": {**core.api_client.sanitize_for_serialization(lost.spec), "nodeName": None},
+    }  # fmt: skip
+    core.create_namespaced_pod(namespace, body)
+
+
+def index_pods(core: client.CoreV1Api, namespace: str, rank: int) -> list[str]:
+    """The pods of the index that are neither ended nor terminating, each with who made it."""
+    found: Any = core.list_namespaced_pod(namespace, label_selector=f"batch.kubernetes.io/job-completion-index={rank}")
+    return sorted(
+        f"{p.metadata.name} ({'ours' if OURS in (p.metadata.annotations or {}) else 'the Job controller'})"
+        for p in found.items if not p.metadata.deletion_timestamp and p.status.phase not in ENDED
+    )  # fmt: skip
+
+
+def one_fault(core: client.CoreV1Api, namespace: str, how: str, rank: int, at_once: bool = False) -> dict[str, float]:
     """Rank 0's job queue held by a job on every node with two behind it, then the rank's pod lost:
     each step's time after the fault."""
     rank0 = wait_until(lambda: ready_rank(core, namespace), "ready rank 0", 900, poll=0.1).metadata.name
@@ -84,8 +125,11 @@ def one_fault(core: client.CoreV1Api, namespace: str, how: str, rank: int) -> di
     time.sleep(2)  # a checkpoint (checkpointPeriod 1s) holds the queue
     lost = rank0 if rank == 0 else rank_pod(core, namespace, rank).metadata.name
     watcher = PodWatch(core, namespace, lost, rank)
+    old = core.read_namespaced_pod(lost, namespace)
     fault = time.time()
     lose(core, namespace, lost, how)
+    if at_once:
+        threading.Thread(target=replaced_at_once, args=(core, namespace, old), daemon=True).start()
     if rank == 0:  # the first queued job's own start, in the instance wherever it came back
         watcher.seen["the first queued job started"] = wait_until(
             lambda: queued_job_start(core, namespace, queued[0]), "the first queued job", 900, poll=0.1
@@ -96,6 +140,11 @@ def one_fault(core: client.CoreV1Api, namespace: str, how: str, rank: int) -> di
         watcher.mark("the rank online again")
         flux(core, namespace, rank0, "cancel", "--all")  # the job that held both nodes, for the next fault
     watcher.stopping.set()
+    if at_once:  # past the Job controller's back-off (10 s from the failure): what it made of ours
+        time.sleep(max(0.0, fault + 15 - time.time()))
+        job: Any = client.BatchV1Api(core.api_client).list_namespaced_job(namespace).items[0].status
+        print(f"15 s after the fault, the pods of index {rank}: {index_pods(core, namespace, rank)}; the Job's"
+              f" active {job.active}, ready {job.ready}, failed {job.failed}", flush=True)  # fmt: skip
     return {step: watcher.seen[step] - fault for step in STEPS if step in watcher.seen}
 
 
@@ -107,7 +156,7 @@ def faults_in_a_row(
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     try:
         deploy(plane, core, node, folder, namespace, args.replacement_policy, args.how)
-        return [one_fault(core, namespace, args.how, args.rank) for _ in range(args.faults)]
+        return [one_fault(core, namespace, args.how, args.rank, args.replace_at_once) for _ in range(args.faults)]
     finally:
         core.delete_namespace(namespace)
 
@@ -127,6 +176,7 @@ def main() -> int:
     parser.add_argument(
         "--replacement-policy", default="", help="the Job's podReplacementPolicy instead of the builder's"
     )
+    parser.add_argument("--replace-at-once", action="store_true", help="replace the lost pod as a controller would")
     args = parser.parse_args()
     plane = ControlPlane.attach(Path(os.environ["MC_CONTROL_PLANE"]))
     node = yaml.safe_load((Path(os.environ["MC_NODE"]) / NODE_STATE).read_text())["name"]
