@@ -115,9 +115,11 @@ def index_pods(core: client.CoreV1Api, namespace: str, rank: int) -> list[str]:
     )  # fmt: skip
 
 
-def one_fault(core: client.CoreV1Api, namespace: str, how: str, rank: int, at_once: bool = False) -> dict[str, float]:
+def one_fault(
+    core: client.CoreV1Api, namespace: str, how: str, rank: int, at_once: bool = False, earlier: int = 0
+) -> dict[str, float]:
     """Rank 0's job queue held by a job on every node with two behind it, then the rank's pod lost:
-    each step's time after the fault."""
+    each step's time after the fault. `earlier`: the pods this Job lost before (its back-off doubles)."""
     rank0 = wait_until(lambda: ready_rank(core, namespace), "ready rank 0", 900, poll=0.1).metadata.name
     wait_until(lambda: both_online(core, namespace, rank0), "both ranks online", 900, poll=0.1)
     flux(core, namespace, rank0, "submit", "-N2", "sleep", "inf")
@@ -140,10 +142,11 @@ def one_fault(core: client.CoreV1Api, namespace: str, how: str, rank: int, at_on
         watcher.mark("the rank online again")
         flux(core, namespace, rank0, "cancel", "--all")  # the job that held both nodes, for the next fault
     watcher.stopping.set()
-    if at_once:  # past the Job controller's back-off (10 s from the failure): what it made of ours
-        time.sleep(max(0.0, fault + 15 - time.time()))
+    if at_once:  # past the Job controller's back-off (10 s from the failure, doubled): what it made of ours
+        look = 10 * 2**earlier + 5
+        time.sleep(max(0.0, fault + look - time.time()))
         job: Any = client.BatchV1Api(core.api_client).list_namespaced_job(namespace).items[0].status
-        print(f"15 s after the fault, the pods of index {rank}: {index_pods(core, namespace, rank)}; the Job's"
+        print(f"{look} s after the fault, the pods of index {rank}: {index_pods(core, namespace, rank)}; the Job's"
               f" active {job.active}, ready {job.ready}, failed {job.failed}", flush=True)  # fmt: skip
     return {step: watcher.seen[step] - fault for step in STEPS if step in watcher.seen}
 
@@ -156,7 +159,7 @@ def faults_in_a_row(
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     try:
         deploy(plane, core, node, folder, namespace, args.replacement_policy, args.how)
-        return [one_fault(core, namespace, args.how, args.rank, args.replace_at_once) for _ in range(args.faults)]
+        return [one_fault(core, namespace, args.how, args.rank, args.replace_at_once, n) for n in range(args.faults)]
     finally:
         core.delete_namespace(namespace)
 
