@@ -13,8 +13,8 @@ view. A broker that crashes restarts in its container (a worker's at once, rank 
 Printed as a table of medians over the runs.
 
 With --replace-at-once the benchmark itself replaces the lost pod, as a controller of the project's
-own would (none exists: docs/lost-pods.md): once the old pod has Failed, a copy of it for the same
-index, owned by the Job, with the Job's labels and tracking finalizer. Then it looks, past the Job
+own would (none exists: docs/lost-pods.md): once the old pod has Failed, the Job's pod template for the
+same index, with what the Job controller adds to its own pods. Then it looks, past the Job
 controller's back-off, at what that controller made of it: the pods of the index that still run.
 
     MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --runs 3
@@ -83,32 +83,42 @@ def deploy(
     return rank0
 
 
+INDEX = "batch.kubernetes.io/job-completion-index"
 OURS = "minicluster.test/replaced-at-once"
 """The mark on a pod the benchmark made, not the Job controller."""
 
 
 def replaced_at_once(core: client.CoreV1Api, namespace: str, lost: Any) -> None:
-    """The pod `lost` replaced once it has Failed, as a controller of ours would: the same pod for the
-    same index (hostname, labels, the completion index, the Job as its controlling owner, the Job's
-    tracking finalizer), under a new name, for the scheduler to place."""
+    """The pod `lost` replaced once it has Failed, as a controller of ours would: the Job's pod template,
+    with what the Job controller adds to each pod it makes (the index's label and annotation,
+    JOB_COMPLETION_INDEX in every container, the hostname, the Job as the controlling owner, the Job's
+    tracking finalizer), under a new name, for the scheduler to place. Not the old pod's spec: admission
+    may have added to it."""
     name = lost.metadata.name
     read: Any = core.read_namespaced_pod
     wait_until(lambda: read(name, namespace).status.phase == "Failed", "the pod Failed", 60, poll=0.02)
-    metadata = lost.metadata
-    body: Any = {
-        "apiVersion": "v1", "kind": "Pod",
-        "metadata": {"generateName": f"{name.rsplit('-', 1)[0]}-", "namespace": namespace,
-                     "labels": metadata.labels, "annotations": {**metadata.annotations, OURS: "true"},
-                     "finalizers": metadata.finalizers,
-                     "ownerReferences": core.api_client.sanitize_for_serialization(metadata.owner_references)},
-        "spec": {**core.api_client.sanitize_for_serialization(lost.spec), "nodeName": None},
+    index = lost.metadata.labels[INDEX]
+    job: Any = client.BatchV1Api(core.api_client).read_namespaced_job(lost.metadata.owner_references[0].name, namespace)
+    template = core.api_client.sanitize_for_serialization(job.spec.template)
+    spec = {**template["spec"], "hostname": f"{job.metadata.name}-{index}"}
+    for container in [*spec.get("initContainers", []), *spec["containers"]]:
+        field = {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX}']"}}
+        container["env"] = [*container.get("env", []), {"name": "JOB_COMPLETION_INDEX", "valueFrom": field}]
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job.metadata.name, "uid": job.metadata.uid,
+             "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    metadata = {
+        "generateName": f"{job.metadata.name}-{index}-", "namespace": namespace,
+        "labels": {**template["metadata"].get("labels", {}), INDEX: index},
+        "annotations": {**template["metadata"].get("annotations", {}), INDEX: index, OURS: "true"},
+        "finalizers": ["batch.kubernetes.io/job-tracking"], "ownerReferences": [owner],
     }  # fmt: skip
-    core.create_namespaced_pod(namespace, body)
+    pod: Any = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+    core.create_namespaced_pod(namespace, pod)
 
 
 def index_pods(core: client.CoreV1Api, namespace: str, rank: int) -> list[str]:
     """The pods of the index that are neither ended nor terminating, each with who made it."""
-    found: Any = core.list_namespaced_pod(namespace, label_selector=f"batch.kubernetes.io/job-completion-index={rank}")
+    found: Any = core.list_namespaced_pod(namespace, label_selector=f"{INDEX}={rank}")
     return sorted(
         f"{p.metadata.name} ({'ours' if OURS in (p.metadata.annotations or {}) else 'the Job controller'})"
         for p in found.items if not p.metadata.deletion_timestamp and p.status.phase not in ENDED
