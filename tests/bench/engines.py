@@ -36,16 +36,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client, config
 
 from tests.bench.rendered import apply, kubectl, rendered
 from tests.engines.control_plane import ControlPlane
-from tests.harness import example
+from tests.harness import ROOT, example
 from tests.realengine.node.stacks import StackOnRealNode
 from tests.realengine.pulumi_stack import Stack, StackOnNode
 
 PLAIN_PROGRAM = Path(__file__).with_name("plain_program.py")
-PYTHON_PROJECT = "name: plain\nruntime:\n  name: python\n  options:\n    toolchain: pip\n    virtualenv: venv\n"
 
 
 class Run:
@@ -72,7 +72,8 @@ class Run:
         stack = self.cluster.stack
         project = stack.directory.parent / "plain"
         project.mkdir()
-        (project / "Pulumi.yaml").write_text(PYTHON_PROJECT)
+        runtime = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["runtime"]  # the project's venv and toolchain
+        (project / "Pulumi.yaml").write_text(yaml.safe_dump({"name": "plain", "runtime": runtime}))
         (project / "__main__.py").write_text(PLAIN_PROGRAM.read_text())
         (project / "venv").symlink_to(Path(sys.prefix))
         (project / "objects.yaml").write_text(rendered(stack.project / f"Pulumi.{stack.name}.yaml"))

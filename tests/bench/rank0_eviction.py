@@ -41,17 +41,18 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
+from flux_minicluster.builders.names import INDEX_LABEL
 from tests.bench.rendered import apply, rendered, stack_file
 from tests.engines.control_plane import ControlPlane
 from tests.engines.node import NODE_STATE
 from tests.harness import example
 from tests.kubelet.pod import wait_until
 from tests.realengine.node.lost_pods import (
-    ENDED,
     STEPS,
     PodWatch,
     both_online,
     flux,
+    live_rank_pods,
     lose,
     queued_job_start,
     rank_pod,
@@ -83,7 +84,6 @@ def deploy(
     return rank0
 
 
-INDEX = "batch.kubernetes.io/job-completion-index"
 OURS = "minicluster.test/replaced-at-once"
 """The mark on a pod the benchmark made, not the Job controller."""
 
@@ -97,19 +97,19 @@ def replaced_at_once(core: client.CoreV1Api, namespace: str, lost: Any) -> None:
     name = lost.metadata.name
     read: Any = core.read_namespaced_pod
     wait_until(lambda: read(name, namespace).status.phase == "Failed", "the pod Failed", 60, poll=0.02)
-    index = lost.metadata.labels[INDEX]
+    index = lost.metadata.labels[INDEX_LABEL]
     job: Any = client.BatchV1Api(core.api_client).read_namespaced_job(lost.metadata.owner_references[0].name, namespace)
     template = core.api_client.sanitize_for_serialization(job.spec.template)
     spec = {**template["spec"], "hostname": f"{job.metadata.name}-{index}"}
     for container in [*spec.get("initContainers", []), *spec["containers"]]:
-        field = {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX}']"}}
+        field = {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_LABEL}']"}}
         container["env"] = [*container.get("env", []), {"name": "JOB_COMPLETION_INDEX", "valueFrom": field}]
     owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job.metadata.name, "uid": job.metadata.uid,
              "controller": True, "blockOwnerDeletion": True}  # fmt: skip
     metadata = {
         "generateName": f"{job.metadata.name}-{index}-", "namespace": namespace,
-        "labels": {**template["metadata"].get("labels", {}), INDEX: index},
-        "annotations": {**template["metadata"].get("annotations", {}), INDEX: index, OURS: "true"},
+        "labels": {**template["metadata"].get("labels", {}), INDEX_LABEL: index},
+        "annotations": {**template["metadata"].get("annotations", {}), INDEX_LABEL: index, OURS: "true"},
         "finalizers": ["batch.kubernetes.io/job-tracking"], "ownerReferences": [owner],
     }  # fmt: skip
     pod: Any = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
@@ -118,11 +118,10 @@ def replaced_at_once(core: client.CoreV1Api, namespace: str, lost: Any) -> None:
 
 def index_pods(core: client.CoreV1Api, namespace: str, rank: int) -> list[str]:
     """The pods of the index that are neither ended nor terminating, each with who made it."""
-    found: Any = core.list_namespaced_pod(namespace, label_selector=f"{INDEX}={rank}")
     return sorted(
         f"{p.metadata.name} ({'ours' if OURS in (p.metadata.annotations or {}) else 'the Job controller'})"
-        for p in found.items if not p.metadata.deletion_timestamp and p.status.phase not in ENDED
-    )  # fmt: skip
+        for p in live_rank_pods(core, namespace, rank)
+    )
 
 
 def one_fault(
@@ -155,9 +154,9 @@ def one_fault(
     if at_once:  # past the Job controller's back-off (10 s from the failure, doubled): what it made of ours
         look = 10 * 2**earlier + 5
         time.sleep(max(0.0, fault + look - time.time()))
-        job: Any = client.BatchV1Api(core.api_client).list_namespaced_job(namespace).items[0].status
+        status: Any = client.BatchV1Api(core.api_client).list_namespaced_job(namespace).items[0].status
         print(f"{look} s after the fault, the pods of index {rank}: {index_pods(core, namespace, rank)}; the Job's"
-              f" active {job.active}, ready {job.ready}, failed {job.failed}", flush=True)  # fmt: skip
+              f" active {status.active}, ready {status.ready}, failed {status.failed}", flush=True)  # fmt: skip
     return {step: watcher.seen[step] - fault for step in STEPS if step in watcher.seen}
 
 

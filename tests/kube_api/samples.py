@@ -9,7 +9,7 @@ from flux_minicluster.builders import names
 from flux_minicluster.config.stack_file import load, stack_path
 
 Json = dict[str, Any]
-BROKER = "flux-broker"
+BROKER = names.BROKER_CONTAINER
 DEV, _ = load(stack_path("dev"))
 
 

@@ -7,6 +7,7 @@ import json
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -200,16 +201,21 @@ def marked(rank0: Pod, rank: int) -> bool:
     return found.returncode == 0
 
 
+def eventlog(rank0: Pod, kind: str, *target: str) -> list[dict[str, Any]]:
+    """An eventlog rank 0 keeps (`flux resource eventlog`, `flux job eventlog JOB`), its events in order,
+    each stamped by rank 0's clock."""
+    return [json.loads(line) for line in rank0.flux(kind, "eventlog", "-f", "json", *target).splitlines()]
+
+
 def resource_events(rank0: Pod, rank: str) -> list[tuple[str, float]]:
-    """Rank 0's resource eventlog, the events of rank `rank` (name, timestamp), in order."""
-    events = [json.loads(line) for line in rank0.flux("resource", "eventlog", "-f", "json").splitlines()]
+    """The events of rank `rank` in rank 0's resource eventlog (name, timestamp)."""
+    events = eventlog(rank0, "resource")
     return [(e["name"], e["timestamp"]) for e in events if e.get("context", {}).get("idset") == rank]
 
 
 def job_events(rank0: Pod, job: str) -> list[tuple[str, float]]:
-    """The job's eventlog (name, timestamp), in order: rank 0's clock, as its resource eventlog's."""
-    events = [json.loads(line) for line in rank0.flux("job", "eventlog", "-f", "json", job).splitlines()]
-    return [(e["name"], e["timestamp"]) for e in events]
+    """The job's eventlog (name, timestamp)."""
+    return [(e["name"], e["timestamp"]) for e in eventlog(rank0, "job", job)]
 
 
 def drained(rank0: Pod) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 
 from kubernetes import client, watch
 
-from flux_minicluster.config.spec import BROKER_CONTAINER
+from flux_minicluster.builders.names import BROKER_CONTAINER, INDEX_LABEL
 from tests.realengine.node.stacks import flux_command, pod_exec
 from tests.realengine.on_node import ready
 
@@ -40,7 +40,7 @@ class PodWatch:
         self.seen.setdefault(step, time.time())
 
     def _watch(self, core: client.CoreV1Api, namespace: str, watching: threading.Event) -> None:
-        selector = f"batch.kubernetes.io/job-completion-index={self.rank}"
+        selector = f"{INDEX_LABEL}={self.rank}"
         for event in watch.Watch().stream(core.list_namespaced_pod, namespace, label_selector=selector):  # type: ignore[no-untyped-call]
             watching.set()  # the first events are the pods as they are (ADDED)
             if self.stopping.is_set():
@@ -78,12 +78,15 @@ def flux(core: client.CoreV1Api, namespace: str, pod: str, *argv: str) -> str:
 ENDED = ("Succeeded", "Failed")
 
 
+def live_rank_pods(core: client.CoreV1Api, namespace: str, rank: int = 0) -> list[Any]:
+    """The rank's pods that are neither terminating nor ended (the Job keeps a failed one), Ready or not."""
+    found: Any = core.list_namespaced_pod(namespace, label_selector=f"{INDEX_LABEL}={rank}")
+    return [p for p in found.items if not p.metadata.deletion_timestamp and p.status.phase not in ENDED]
+
+
 def rank_pod(core: client.CoreV1Api, namespace: str, rank: int = 0) -> Any:
-    """The rank's pod that is neither terminating nor ended (the Job keeps a failed one), if there is
-    one, Ready or not."""
-    selector = f"batch.kubernetes.io/job-completion-index={rank}"
-    found: Any = core.list_namespaced_pod(namespace, label_selector=selector)
-    pods = [p for p in found.items if not p.metadata.deletion_timestamp and p.status.phase not in ENDED]
+    """The rank's live pod, if there is one."""
+    pods = live_rank_pods(core, namespace, rank)
     return pods[0] if pods else None
 
 
