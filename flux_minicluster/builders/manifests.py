@@ -15,6 +15,7 @@ from flux_minicluster.builders import (
     admission_policy,
     autoscaling,
     gang,
+    keeper,
     monitoring,
     pod_template,
 )
@@ -205,7 +206,9 @@ def all_objects(
     secret_config = config_secret(spec)
     curve, broker, entrypoint, scale = (curve_secret(spec, certificate), broker_config_map(spec),
                                         entrypoint_config_map(spec), scale_config_map(spec))  # fmt: skip
-    contents = [curve, *([secret_config] if secret_config is not None else []), broker, entrypoint, scale]
+    keeper_scripts = keeper.scripts_config_map(spec)
+    contents = [curve, *([secret_config] if secret_config is not None else []), broker, entrypoint, scale,
+                *([keeper_scripts] if keeper_scripts is not None else [])]  # fmt: skip
     for obj in contents:
         obj["metadata"]["name"] = live_name(obj["metadata"]["name"])
     scale_name = scale["metadata"]["name"]
@@ -235,4 +238,6 @@ def all_objects(
             pod_group_name=pod_group_name(spec) if gang_group is not None else None,
         )
     )
+    if keeper_scripts is not None:  # after the Job it keeps
+        objects += [*keeper.access(spec), keeper.deployment(spec, keeper_scripts["metadata"]["name"])]
     return objects

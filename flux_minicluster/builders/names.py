@@ -16,6 +16,10 @@ AUTOSCALER_CONTAINER = "autoscaler"
 
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 """Kubernetes labels each Indexed Job pod with its index (= the broker's rank)."""
+KEEPER_CONTAINER = "keeper"
+"""The keeper's one container (keeper.enabled)."""
+REPLACES = "minicluster.flux-framework.org/replaces"
+"""The annotation on a broker pod the keeper made: the name of the lost pod it replaces."""
 
 
 # The Secrets and ConfigMaps below are auto-named by pulumi-kubernetes (`<name>-<8 hex>`, new at each
@@ -68,6 +72,16 @@ def labels(spec: MiniClusterSpec, component: str) -> dict[str, str]:
 def autoscaler_name(spec: MiniClusterSpec) -> str:
     """The autoscaler's ServiceAccount, Role and RoleBinding (autoscale.enabled)."""
     return f"{spec.name}-autoscaler"
+
+
+def keeper_name(spec: MiniClusterSpec) -> str:
+    """The keeper's Deployment, ServiceAccount, Role and RoleBinding (keeper.enabled)."""
+    return f"{spec.name}-keeper"
+
+
+def keeper_scripts_name(spec: MiniClusterSpec) -> str:
+    """The keeper's ConfigMap of scripts (auto-named in Pulumi, like every ConfigMap of content)."""
+    return f"{spec.name}-keeper-scripts"
 
 
 def admission_policy_name(spec: MiniClusterSpec) -> str:

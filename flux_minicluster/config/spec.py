@@ -16,6 +16,7 @@ from flux_minicluster.config import paths, rules, sizing
 from flux_minicluster.config.autoscale import Autoscale
 from flux_minicluster.config.flux_extras import FluxView, Metrics, RestfulApi
 from flux_minicluster.config.gang import Scheduler
+from flux_minicluster.config.keeper import Keeper
 from flux_minicluster.config.settings import ContainerSettings, Hooks, Logging, Pod, Sidecar
 from flux_minicluster.config.types import (
     AbsolutePath,
@@ -200,6 +201,8 @@ class MiniClusterSpec(ContainerSettings):
     state_volume: StateVolume | None = None
     """A persistent cluster's state, kept by rank 0 on a volume: a replaced rank 0 (eviction, drain)
     restarts the same instance, with its queue and job history."""
+    keeper: Keeper = Field(default_factory=Keeper)
+    """Replace a pod lost to an eviction, a preemption or a drain at once (docs/lost-pods.md)."""
     secret_keys: frozenset[str] = Field(default=frozenset(), exclude=True)
     """Not a config key: which config keys the stack marks secret (`pulumi config set --secret`), as
     load_spec found them. Their values reach the pods only through a Kubernetes Secret."""

@@ -16,13 +16,14 @@ creating them: the Scale resource owns them, so a resize is an update of the Sca
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from flux_minicluster.builders import admission_policy, autoscaling, manifests, monitoring
+from flux_minicluster.builders import admission_policy, autoscaling, keeper, manifests, monitoring
 from flux_minicluster.builders.names import INDEX_LABEL, labels
 from flux_minicluster.config import lifecycle
 from flux_minicluster.config.certificate import parse
@@ -37,6 +38,16 @@ from flux_minicluster.resources.scheduling import SchedulingGuard, revision
 JOB_IMMUTABLE_FIELDS = ["spec.completionMode", "spec.successPolicy", "spec.podFailurePolicy"]
 # An elastic Job's size, which pulumi-kubernetes would otherwise replace the Job for: the Scale owns it.
 JOB_SIZE_FIELDS = ["spec.parallelism", "spec.completions"]
+ACCESS_KINDS: dict[str, tuple[str, Callable[[], Any]]] = {
+    "ServiceAccount": ("service-account", lambda: k8s.core.v1.ServiceAccount),
+    "Role": ("role", lambda: k8s.rbac.v1.Role),
+    "RoleBinding": ("role-binding", lambda: k8s.rbac.v1.RoleBinding),
+    "ValidatingAdmissionPolicy": ("admission-policy", lambda: k8s.admissionregistration.v1.ValidatingAdmissionPolicy),
+    "ValidatingAdmissionPolicyBinding": (
+        "admission-binding", lambda: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding
+    ),
+}  # fmt: skip
+"""The API access objects' kinds: the resource name's suffix, and the SDK class, looked up when used."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +112,7 @@ class MiniCluster(pulumi.ComponentResource):
             self._scheduling_guard(name, args, job_manifest)
         if spec.elastic:
             self._scale(name, args, job, scale_config.metadata.name)
+        self._keeper(name, spec, job)
 
         self.cluster_name = pulumi.Output.from_input(spec.name)
         self.namespace = job.metadata.namespace
@@ -164,20 +176,25 @@ class MiniCluster(pulumi.ComponentResource):
     def _api_access(self, name: str, spec: MiniClusterSpec, scale_config: pulumi.Output[str]) -> list[pulumi.Resource]:
         """The autoscaler's ServiceAccount, Role and RoleBinding, and the bounds of its patches, before the
         Job whose pods use them; their rules name the scale ConfigMap as it was created."""
-        manifests_ = [*autoscaling.objects(spec, scale_config), *admission_policy.objects(spec, scale_config)]
-        if not manifests_:  # no autoscaler: nothing, not even the import of their SDK modules (26 ms a run)
-            return []
-        admission = k8s.admissionregistration.v1
-        kinds = {
-            "ServiceAccount": (k8s.core.v1.ServiceAccount, "service-account"), "Role": (k8s.rbac.v1.Role, "role"),
-            "RoleBinding": (k8s.rbac.v1.RoleBinding, "role-binding"),
-            "ValidatingAdmissionPolicy": (admission.ValidatingAdmissionPolicy, "admission-policy"),
-            "ValidatingAdmissionPolicyBinding": (admission.ValidatingAdmissionPolicyBinding, "admission-binding"),
-        }  # fmt: skip
-        return [
-            self._named(kinds[manifest["kind"]][0], f"{name}-autoscaler-{kinds[manifest['kind']][1]}", manifest)
-            for manifest in manifests_
-        ]
+        found = [*autoscaling.objects(spec, scale_config), *admission_policy.objects(spec, scale_config)]
+        return self._access(f"{name}-autoscaler", found)
+
+    def _access(self, prefix: str, found: list[manifests.Manifest], **options: Any) -> list[pulumi.Resource]:
+        """API access objects, each named <prefix>-<its kind>. Their SDK modules are imported only when
+        there is one (26 ms of a run that has none)."""
+        return [self._named(ACCESS_KINDS[m["kind"]][1](), f"{prefix}-{ACCESS_KINDS[m['kind']][0]}", m, **options)
+                for m in found]  # fmt: skip
+
+    def _keeper(self, name: str, spec: MiniClusterSpec, job: pulumi.Resource) -> None:
+        """keeper.enabled: its scripts, account and Deployment, after the Job it keeps (and deleted before
+        it: `pulumi destroy` never leaves a keeper that watches a Job being deleted)."""
+        scripts = keeper.scripts_config_map(spec)
+        if scripts is None:
+            return
+        config_map = self._content(k8s.core.v1.ConfigMap, f"{name}-keeper-scripts", scripts)
+        access = self._access(f"{name}-keeper", keeper.access(spec), depends_on=[job])
+        deployment = keeper.deployment(spec, config_map.metadata.name)
+        self._named(k8s.apps.v1.Deployment, f"{name}-keeper", deployment, depends_on=[job, *access])
 
     def _scheduling_guard(self, name: str, args: MiniClusterArgs, job_manifest: manifests.Manifest) -> SchedulingGuard:
         """Beside the Job, not after it: it must act while the provider still awaits the Job. It waits

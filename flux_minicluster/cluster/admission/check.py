@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from flux_minicluster.builders import keygen, names, pod_template
+from flux_minicluster.builders import keeper, keygen, names, pod_template
 from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.cluster.admission import dry_run, fit
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -48,7 +48,8 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
         return Verdict(warnings=[f"admission check skipped: {error}"])
     warnings = []
     try:
-        refused = dry_run.refusals(api_client, spec, [pod, keygen.keygen_pod(spec)])
+        kept = [keeper.pod(spec)] if spec.keeper.enabled else []
+        refused = dry_run.refusals(api_client, spec, [pod, keygen.keygen_pod(spec), *kept])
     except dry_run.Skipped as skipped:
         refused, warnings = [], [f"dry run skipped: {skipped}"]
     if refused:

@@ -3,10 +3,10 @@ before anything is created. Its validation, its admission (policy webhooks, quot
 and its API (is a gang's PodGroup kind installed?) judge each object; nothing is stored. The config
 checks refuse what they know Kubernetes refuses; this asks the cluster itself.
 
-The pods go too: one broker pod as the Job asks for it, and the keygen pod. An admission policy that
-refuses them (Pod Security, a validating webhook, Kyverno, Gatekeeper) judges a workload's pods only
-when they are created, after the Job was: here it stops `pulumi up` first. What else refuses a pod
-(a LimitRange, a quota) is a matter of room, left to the admission check.
+The pods go too: one broker pod as the Job asks for it, the keygen pod, and the keeper's pod. An
+admission policy that refuses them (Pod Security, a validating webhook, Kyverno, Gatekeeper) judges a
+workload's pods only when they are created, after the Job was: here it stops `pulumi up` first. What
+else refuses a pod (a LimitRange, a quota) is a matter of room, left to the admission check.
 
 An object that exists already (a later `pulumi up`) is Pulumi's to update: its AlreadyExists says
 nothing. Secret values are never sent: placeholders stand in for them. Each problem is said once, in
@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from typing import Any
 
-from flux_minicluster.builders import keygen, manifests, rendering
+from flux_minicluster.builders import keygen, manifests, names, rendering
 from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.config.spec import MiniClusterSpec
 
@@ -27,7 +27,7 @@ PLURALS = {
     "ServiceAccount": "serviceaccounts", "Role": "roles", "RoleBinding": "rolebindings",
     "ValidatingAdmissionPolicy": "validatingadmissionpolicies",
     "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
-    "PodGroup": "podgroups", "ServiceMonitor": "servicemonitors",
+    "PodGroup": "podgroups", "ServiceMonitor": "servicemonitors", "Deployment": "deployments",
 }  # fmt: skip
 """Every kind the program creates, by its resource's name in the API's paths."""
 CUSTOM = {"PodGroup", "ServiceMonitor"}
@@ -102,7 +102,9 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
 def _policy_refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str:
     """An admission policy refuses pods of the MiniCluster: no autoscaler adds room for that."""
     containers = [container["name"] for container in obj["spec"]["containers"]]
-    which = "the keygen pod" if keygen.KEYGEN_CONTAINER in containers else "the broker pods"
+    which = ("the keygen pod" if keygen.KEYGEN_CONTAINER in containers
+             else "the keeper's pod (minicluster:keeper.enabled)" if names.KEEPER_CONTAINER in containers
+             else "the broker pods")  # fmt: skip
     return f"an admission policy of namespace {spec.namespace!r} refuses {which}: {found.detail}"
 
 

@@ -1,0 +1,223 @@
+"""The keeper (keeper.enabled): replaces a broker pod lost to a disruption at once, as the Job controller
+would make it, without the controller's back-off (10 s after each lost pod, doubling for the Job's
+whole life: docs/lost-pods.md).
+
+It watches the Job's pods. An index whose newest pod was lost to an eviction, a preemption or a drain
+(its DisruptionTarget condition) and that has no other pod running gets a new pod: the Job's pod
+template, with what the Job controller adds to each of its pods, named after the lost pod (so a second
+try is refused as AlreadyExists, never a second pod). The Job controller takes it as the index's own.
+When: once the lost pod has Failed; rank 0 with a state volume (MC_RANK0_WHILE_STOPPING) as soon as it
+is told to stop, since the saved instance's lock holds its new broker back until the old one has let go.
+A pod that failed any other way stays the Job controller's, with its back-off and backoffLimit.
+
+Configured by MC_* variables (builders/keeper.py); the account's token, CA and namespace are where
+Kubernetes mounts them. Standard library only, for an image's older Python.
+"""
+
+import json
+import os
+import sys
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its module is beside it
+
+from cluster_api import ApiError, ClusterApi  # type: ignore[import-not-found]
+
+DISRUPTED = "DisruptionTarget"
+STOPPED_BY_ITS_NODE = ("EvictionByEvictionAPI", "PreemptionByScheduler")
+"""Disruptions whose pod its own kubelet stops (SIGTERM, the hand-over): the state's lock is let go
+when its broker ends. Others (a node that went away, a taint) may leave a broker that nobody stops."""
+WATCH_SECONDS = 240
+"""How long one watch lasts before it is made anew from a fresh list (the API server ends it)."""
+RETRY_PAUSE = 2.0
+"""Seconds before the list and watch are tried again after the API server failed them, and the least
+time between two tries to replace the same pod."""
+ENDED = ("Succeeded", "Failed")
+JOB_ENDING = ("Complete", "Failed", "FailureTarget", "SuccessCriteriaMet")
+"""A Job's conditions once it ends or is about to: it wants no new pod."""
+
+
+def log(message: str) -> None:
+    print(f"minicluster keeper: {message}", file=sys.stderr, flush=True)
+
+
+def disruption(pod: "dict[str, Any]") -> "str | None":
+    """The reason of the pod's DisruptionTarget condition, if it has one."""
+    for condition in pod.get("status", {}).get("conditions") or []:
+        if condition.get("type") == DISRUPTED and condition.get("status") == "True":
+            return str(condition.get("reason") or "")
+    return None
+
+
+def ended(pod: "dict[str, Any]") -> bool:
+    return pod.get("status", {}).get("phase") in ENDED
+
+
+def running_on(pod: "dict[str, Any]") -> bool:
+    """Neither ended nor told to stop: the index has a pod."""
+    return not ended(pod) and not pod["metadata"].get("deletionTimestamp")
+
+
+def newest(pods: "list[dict[str, Any]]", replaces: str) -> "dict[str, Any]":
+    """The index's newest pod. Creation times have whole seconds: of two in the same second, the one
+    that replaces the other is the newer."""
+    named = {pod["metadata"]["name"] for pod in pods}
+
+    def order(pod: "dict[str, Any]") -> Any:
+        replaced = (pod["metadata"].get("annotations") or {}).get(replaces)
+        return pod["metadata"]["creationTimestamp"], replaced in named
+
+    return max(pods, key=order)
+
+
+def to_replace(
+    pods: "list[dict[str, Any]]", index_label: str, replaces: str, rank0_while_stopping: bool
+) -> "list[dict[str, Any]]":
+    """The lost pods to replace now, one per index at most: the newest pod of an index that has no pod
+    running, lost to a disruption, and Failed (rank 0 with a state volume: as soon as it is told to stop,
+    by its own node)."""
+    by_index: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods:
+        index = (pod["metadata"].get("labels") or {}).get(index_label)
+        if index is not None:
+            by_index.setdefault(index, []).append(pod)
+    found = []
+    for index, of_index in sorted(by_index.items()):
+        if any(running_on(pod) for pod in of_index):
+            continue
+        lost = newest(of_index, replaces)
+        reason = disruption(lost)
+        if reason is None:
+            continue
+        if ended(lost) or (rank0_while_stopping and index == "0" and reason in STOPPED_BY_ITS_NODE):
+            found.append(lost)
+    return found
+
+
+def why_no_pod(job: "dict[str, Any]", index: int) -> "str | None":
+    """Why the Job wants no pod for `index` now, or None when it does."""
+    if job["metadata"].get("deletionTimestamp"):
+        return "the Job is being deleted"
+    if job["spec"].get("suspend"):
+        return "the Job is suspended"
+    for condition in job.get("status", {}).get("conditions") or []:
+        if condition.get("type") in JOB_ENDING and condition.get("status") == "True":
+            return f"the Job has {condition['type']}"
+    size = min(job["spec"].get("completions", 1), job["spec"].get("parallelism", 1))
+    if index >= size:
+        return f"the Job has {size} pods now"
+    return None
+
+
+def replacement(job: "dict[str, Any]", lost: "dict[str, Any]", index_label: str, replaces: str) -> "dict[str, Any]":
+    """The pod the Job controller would make for the lost pod's index: the Job's template (not the lost
+    pod's spec, which admission may have added to), the index's label and annotation, its hostname,
+    JOB_COMPLETION_INDEX in every container, the Job as its controlling owner and the Job's tracking
+    finalizer; named after the lost pod."""
+    meta, template = job["metadata"], job["spec"]["template"]
+    index = lost["metadata"]["labels"][index_label]
+    spec = json.loads(json.dumps(template["spec"]))
+    spec["hostname"] = f"{meta['name']}-{index}"
+    field = {"fieldRef": {"fieldPath": f"metadata.annotations['{index_label}']"}}
+    for container in [*spec.get("initContainers", []), *spec["containers"]]:
+        container["env"] = [*container.get("env", []), {"name": "JOB_COMPLETION_INDEX", "valueFrom": field}]
+    template_meta = template.get("metadata") or {}
+    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"], "uid": meta["uid"],
+             "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    metadata = {
+        "name": f"{meta['name']}-{index}-{lost['metadata']['uid'][:8]}",
+        "labels": dict(template_meta.get("labels") or {}, **{index_label: index}),
+        "annotations": dict(template_meta.get("annotations") or {}, **{index_label: index,
+                                                                         replaces: lost["metadata"]["name"]}),
+        "finalizers": ["batch.kubernetes.io/job-tracking"],
+        "ownerReferences": [owner],
+    }  # fmt: skip
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+
+
+class Keeper:
+    def __init__(self, api: ClusterApi, job: str, index_label: str, replaces: str, rank0_while_stopping: bool):
+        self.api, self.job, self.index_label, self.replaces = api, job, index_label, replaces
+        self.rank0_while_stopping = rank0_while_stopping
+        self.pods_path = f"/api/v1/namespaces/{api.namespace}/pods"
+        self.selector = f"job-name={job}"
+        self.tried: dict[str, float] = {}
+        """When each lost pod was last tried, so that a refusal is not asked again at every event."""
+
+    def run(self) -> None:
+        log(f"watching the pods of Job {self.job} in {self.api.namespace}")
+        while True:
+            try:
+                listed = self.api.request("GET", self.pods_path, labelSelector=self.selector)
+                pods = {pod["metadata"]["name"]: pod for pod in listed["items"]}
+                self.act(pods)
+                for kind, pod in self.watch(listed["metadata"]["resourceVersion"]):
+                    if kind == "DELETED":
+                        pods.pop(pod["metadata"]["name"], None)
+                    else:
+                        pods[pod["metadata"]["name"]] = pod
+                    self.act(pods)
+            except ApiError as failed:
+                log(f"the API server: {failed}; again in {RETRY_PAUSE} s")
+                time.sleep(RETRY_PAUSE)
+
+    def watch(self, resource_version: str) -> "Iterator[Any]":
+        """The pods' changes after `resource_version`, until the API server ends the watch (an ERROR
+        event, e.g. 410 Gone for a version too old: the caller lists again)."""
+        query = {"labelSelector": self.selector, "watch": "1", "resourceVersion": resource_version,
+                 "allowWatchBookmarks": "false", "timeoutSeconds": str(WATCH_SECONDS)}  # fmt: skip
+        url = f"{self.api.base}{self.pods_path}?{urllib.parse.urlencode(query)}"
+        with open(self.api.token_file) as token:
+            headers = {"Authorization": "Bearer " + token.read().strip(), "Accept": "application/json"}
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
+                                        timeout=WATCH_SECONDS + 30, context=self.api.tls) as stream:  # fmt: skip
+                for line in stream:
+                    event = json.loads(line)
+                    if event["type"] == "ERROR":
+                        return
+                    yield event["type"], event["object"]
+        except (OSError, ValueError) as failed:
+            raise ApiError(None, f"the watch on the pods: {failed}") from None
+
+    def act(self, pods: "dict[str, dict[str, Any]]") -> None:
+        for lost in to_replace(list(pods.values()), self.index_label, self.replaces, self.rank0_while_stopping):
+            name = lost["metadata"]["name"]
+            if time.monotonic() - self.tried.get(name, -RETRY_PAUSE) < RETRY_PAUSE:
+                continue
+            self.tried[name] = time.monotonic()
+            self.replace(lost)
+
+    def replace(self, lost: "dict[str, Any]") -> None:
+        name, index = lost["metadata"]["name"], lost["metadata"]["labels"][self.index_label]
+        try:
+            job = self.api.job(self.job)
+            why_not = why_no_pod(job, int(index))
+            if why_not is not None:
+                log(f"{name} ({disruption(lost)}) is not replaced: {why_not}")
+                return
+            made = self.api.request("POST", self.pods_path, replacement(job, lost, self.index_label, self.replaces))
+            phase = lost["status"].get("phase")
+            log(f"{name} ({disruption(lost)}, {phase}) replaced by {made['metadata']['name']}")
+        except ApiError as failed:
+            if failed.status == 409:  # made at an earlier try: the watch brings it
+                return
+            log(f"{name} could not be replaced: {failed}")
+
+
+def main() -> int:
+    account = os.environ["MC_SERVICE_ACCOUNT_DIR"]
+    with open(os.path.join(account, "namespace")) as namespace:
+        api = ClusterApi(account, namespace.read().strip())
+    keeper = Keeper(api, os.environ["MC_JOB"], os.environ["MC_INDEX_LABEL"], os.environ["MC_REPLACES"],
+                    os.environ["MC_RANK0_WHILE_STOPPING"] == "1")  # fmt: skip
+    keeper.run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
