@@ -16,5 +16,6 @@ sys.modules.setdefault("sizing", sizing)
 import autoscaler  # type: ignore[import-not-found]  # noqa: E402
 import autoscaling  # type: ignore[import-not-found]  # noqa: E402
 import cluster_api  # type: ignore[import-not-found]  # noqa: E402
+import keeper  # type: ignore[import-not-found]  # noqa: E402
 
-__all__ = ["autoscaler", "autoscaling", "cluster_api"]
+__all__ = ["autoscaler", "autoscaling", "cluster_api", "keeper"]

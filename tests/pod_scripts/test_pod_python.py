@@ -10,14 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from flux_minicluster.builders.files import SCRIPTS
 from flux_minicluster.config import sizing
 
-POD_PYTHON = [
-    *(Path(str(resources.files("flux_minicluster").joinpath("pod_scripts", name)))
-      for name in SCRIPTS if name.endswith(".py")),
-    Path(sizing.__file__),
-]  # fmt: skip
+POD_PYTHON = [*sorted(Path(str(resources.files("flux_minicluster").joinpath("pod_scripts"))).glob("*.py")),
+              Path(sizing.__file__)]  # fmt: skip
 
 
 def evaluated_annotations(tree: ast.Module) -> list[ast.expr]:
@@ -45,4 +41,4 @@ def test_the_pods_python_is_python_3_6s(path: Path) -> None:
 
 def test_every_pod_module_is_checked() -> None:
     assert {path.name for path in POD_PYTHON} >= {"readings.py", "metrics.py", "autoscaler.py", "autoscaling.py",
-                                                  "cluster_api.py", "sizing.py"}  # fmt: skip
+                                                  "cluster_api.py", "keeper.py", "sizing.py"}  # fmt: skip
