@@ -1,0 +1,124 @@
+"""The keeper (pod_scripts/keeper.py) against the real API server and its real Job controller: run as
+its own process with its own account's token and Role (builders/keeper.py), it follows the Job's pods
+with a real watch and replaces a lost one with a pod the Job controller takes as the index's own. No
+node runs the pods (none may take them): the test makes their ends as a kubelet reports them, through
+the pods' status. The keeper on the real node, with real Flux: tests/realengine/node/test_keeper.py."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+from kubernetes import client
+
+from flux_minicluster.builders import keeper, manifests
+from flux_minicluster.builders.names import INDEX_LABEL, REPLACES
+from flux_minicluster.config.loader import load_spec
+from tests.engines.control_plane import ControlPlane
+from tests.kubelet.api_reach import token_dir
+from tests.kubelet.pod import wait_until
+from tests.realengine.accounts import granted
+from tests.realengine.conftest import create
+
+EVICTED = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
+           "message": "Eviction API: evicting"}  # fmt: skip
+SCRIPTS = Path(str(resources.files("flux_minicluster").joinpath("pod_scripts")))
+
+
+@pytest.fixture
+def kept(admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator[Any]:
+    """An Indexed Job of 3 made as the MiniCluster's (its pods held back: no node has the label they ask
+    for), the keeper's account, Role and binding as the builders make them, and keeper.py running as
+    that account; the core API, the namespace, and the keeper's log file."""
+    config = {"minicluster:namespace": namespace, "minicluster:size": 3, "minicluster:command": None,
+              "minicluster:image": "minicluster.test/held-back:1",
+              "minicluster:keeper": {"enabled": True},
+              "minicluster:pod": {"nodeSelector": {"minicluster.test/none": "none"}}}  # fmt: skip
+    spec = load_spec(config, "kept")
+    for obj in manifests.all_objects(spec, "cert"):
+        if obj["kind"] not in ("Deployment",):  # the keeper runs here instead, as a process
+            create(admin, obj)
+    unnamed = [rule for rule in keeper.rules(spec) if "resourceNames" not in rule]  # one binding grants all
+    granted(admin, f"system:serviceaccount:{namespace}:kept-keeper", namespace, unnamed)
+    account = token_dir(admin, tmp_path / "account", namespace, "kept-keeper", control_plane.ca)
+    address = urlsplit(control_plane.url)
+    env = {**os.environ, "KUBERNETES_SERVICE_HOST": str(address.hostname), "KUBERNETES_SERVICE_PORT": str(address.port),
+           **{item["name"]: item["value"] for item in keeper.environment(spec)},
+           "MC_SERVICE_ACCOUNT_DIR": str(account)}  # fmt: skip
+    core = client.CoreV1Api(admin)
+    wait_until(lambda: len(live(core, namespace)) == 3, "the Job's 3 pods", 60)
+    log = tmp_path / "keeper.log"
+    with log.open("w") as out:
+        process = subprocess.Popen([sys.executable, str(SCRIPTS / "keeper.py")], env=env, stderr=out)
+    try:
+        wait_until(lambda: "watching the pods" in log.read_text(), "the keeper's watch", 30)
+        yield core, namespace, log
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def live(core: client.CoreV1Api, namespace: str) -> dict[str, Any]:
+    """The Job's pods that neither ended nor were told to stop, by name."""
+    found: Any = core.list_namespaced_pod(namespace, label_selector="job-name=kept")
+    return {p.metadata.name: p for p in found.items
+            if p.status.phase not in ("Succeeded", "Failed") and not p.metadata.deletion_timestamp}  # fmt: skip
+
+
+def of_index(core: client.CoreV1Api, namespace: str, index: int) -> Any:
+    pods = [p for p in live(core, namespace).values() if p.metadata.labels[INDEX_LABEL] == str(index)]
+    assert len(pods) == 1, [p.metadata.name for p in pods]
+    return pods[0]
+
+
+def end(core: client.CoreV1Api, namespace: str, pod: Any, *conditions: dict[str, Any]) -> None:
+    """The pod Failed, with these conditions, as its kubelet reports the end of a pod."""
+    status = {"phase": "Failed", "conditions": list(conditions)}
+    core.patch_namespaced_pod_status(pod.metadata.name, namespace, {"status": status})
+
+
+def replacement_of(core: client.CoreV1Api, namespace: str, lost: Any) -> Any:
+    def made() -> Any:
+        found = [p for p in live(core, namespace).values()
+                 if (p.metadata.annotations or {}).get(REPLACES) == lost.metadata.name]  # fmt: skip
+        return found[0] if found else None
+
+    return wait_until(made, f"the keeper's replacement of {lost.metadata.name}", 30, poll=0.1)
+
+
+def test_an_evicted_pod_is_replaced_by_the_jobs_pod_for_its_index(kept: Any) -> None:
+    core, namespace, _ = kept
+    lost = of_index(core, namespace, 2)
+    end(core, namespace, lost, EVICTED)
+    new = replacement_of(core, namespace, lost)
+    assert new.metadata.labels[INDEX_LABEL] == "2"
+    assert new.spec.hostname == "kept-2"
+    assert [(o.kind, o.name, o.controller) for o in new.metadata.owner_references] == [("Job", "kept", True)]
+
+
+def test_the_job_controller_takes_the_keepers_pod_as_the_indexs_own(kept: Any) -> None:
+    core, namespace, _ = kept
+    lost = of_index(core, namespace, 1)
+    end(core, namespace, lost, EVICTED)
+    new = replacement_of(core, namespace, lost)
+    batch = client.BatchV1Api(core.api_client)
+    wait_until(lambda: batch.read_namespaced_job("kept", namespace).status.active == 3, "3 active pods", 30)
+    assert of_index(core, namespace, 1).metadata.name == new.metadata.name
+
+
+def test_a_pod_that_failed_without_a_disruption_is_left_to_the_job_controller(kept: Any) -> None:
+    core, namespace, log = kept
+    failed, evicted = of_index(core, namespace, 1), of_index(core, namespace, 2)
+    end(core, namespace, failed)
+    end(core, namespace, evicted, EVICTED)  # after it: once this one is replaced, the keeper saw both
+    replacement_of(core, namespace, evicted)
+    assert failed.metadata.name not in log.read_text()
+    assert [p for p in live(core, namespace).values()
+            if (p.metadata.annotations or {}).get(REPLACES) == failed.metadata.name] == []  # fmt: skip
