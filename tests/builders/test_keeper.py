@@ -50,7 +50,7 @@ def test_without_the_keeper_nothing_of_it_is_made() -> None:
 
 def test_the_keeper_comes_after_the_job_it_keeps() -> None:
     kinds = [kind for kind, _ in objects()]
-    assert kinds[kinds.index("Job"):] == ["Job", "ServiceAccount", "Role", "RoleBinding", "Deployment"]
+    assert kinds[kinds.index("Job") :] == ["Job", "ServiceAccount", "Role", "RoleBinding", "Deployment"]
 
 
 def test_its_account_may_read_its_own_job_and_follow_and_create_pods_and_nothing_else() -> None:

@@ -112,7 +112,11 @@ def test_a_running_job_wants_its_index_back() -> None:
         (with_job(metadata={"deletionTimestamp": "now"}), 0, "the Job is being deleted"),
         (with_job(spec={"suspend": True}), 0, "the Job is suspended"),
         (with_job(status={"conditions": [{"type": "Failed", "status": "True"}]}), 0, "the Job has Failed"),
-        (with_job(status={"conditions": [{"type": "FailureTarget", "status": "True"}]}), 0, "the Job has FailureTarget"),
+        (
+            with_job(status={"conditions": [{"type": "FailureTarget", "status": "True"}]}),
+            0,
+            "the Job has FailureTarget",
+        ),
         (with_job(spec={"completions": 1, "parallelism": 1}), 1, "the Job has 1 pods now"),
     ],
     ids=["deleted", "suspended", "failed", "failing", "shrunk"],
