@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -29,6 +30,8 @@ from tests.realengine.conftest import create
 
 EVICTED = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI",
            "message": "Eviction API: evicting"}  # fmt: skip
+JOB_BACK_OFF = 10
+"""Seconds the Job controller waits after a pod's failure before it makes one (docs/lost-pods.md)."""
 SCRIPTS = Path(str(resources.files("flux_minicluster").joinpath("pod_scripts")))
 
 
@@ -107,10 +110,17 @@ def test_the_job_controller_takes_the_keepers_pod_as_the_indexs_own(kept: Any) -
     core, namespace, _ = kept
     lost = of_index(core, namespace, 1)
     end(core, namespace, lost, EVICTED)
+    failed_at = time.monotonic()
     new = replacement_of(core, namespace, lost)
-    batch = client.BatchV1Api(core.api_client)
-    wait_until(lambda: batch.read_namespaced_job("kept", namespace).status.active == 3, "3 active pods", 30)
+
+    def counted() -> bool:  # the Job controller takes its tracking finalizer off a pod it has counted
+        return not core.read_namespaced_pod(lost.metadata.name, namespace).metadata.finalizers
+
+    wait_until(counted, "the Job controller to count the lost pod", 30, poll=0.1)
+    time.sleep(max(0.0, failed_at + JOB_BACK_OFF + 2 - time.monotonic()))  # when it would make a pod of its own
     assert of_index(core, namespace, 1).metadata.name == new.metadata.name
+    status: Any = client.BatchV1Api(core.api_client).read_namespaced_job("kept", namespace).status
+    assert (status.active, status.failed) == (3, None)
 
 
 def test_a_pod_that_failed_without_a_disruption_is_left_to_the_job_controller(kept: Any) -> None:
