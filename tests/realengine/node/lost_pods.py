@@ -5,15 +5,25 @@ commands that read the instance through rank 0's pod. Shared by the eviction ben
 
 from __future__ import annotations
 
+import secrets
 import threading
 import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client, config, watch
 
 from flux_minicluster.builders.names import BROKER_CONTAINER, INDEX_LABEL
-from tests.realengine.node.stacks import flux_command, pod_exec
+from tests.engines.control_plane import ControlPlane
+from tests.harness import example
+from tests.kubelet.pod import wait_until
+from tests.realengine.conftest import required
+from tests.realengine.node.conftest import NodeInfo
+from tests.realengine.node.stacks import StackOnRealNode, flux_command, pod_exec
 from tests.realengine.on_node import ready
+from tests.realengine.pulumi_stack import missing
 
 STEPS = (
     "the pod terminating", "its broker exited", "the pod Failed", "the replacement created",
@@ -127,3 +137,35 @@ ONLINE = ("resource", "status", "-no", "{ranks}", "-s", "online")
 def both_online(core: client.CoreV1Api, namespace: str, rank0: str, size: int = 2) -> bool:
     """Every rank of a cluster of `size` (two, by default) online in rank 0's view."""
     return flux(core, namespace, rank0, *ONLINE).strip() == f"0-{size - 1}"
+
+
+def rank0_evicted(plane: ControlPlane, node: NodeInfo, tmp: Path, **keys: Any) -> Iterator[Any]:
+    """A persistent cluster of 2 with a state volume (`pulumi up`, the stack's `keys` added), a job done,
+    one holding both nodes and two queued behind it; then rank 0's pod evicted. Yields what the pods'
+    watch saw, the first queued job's start, the jobs, the old and new rank 0's names, and the client;
+    the namespace is deleted after."""
+    required(missing())
+    admin = config.new_client_from_config(str(plane.kubeconfig))  # type: ignore[no-untyped-call]
+    core, namespace = client.CoreV1Api(admin), f"t-{secrets.token_hex(4)}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    state = {"hostPath": str(tmp / "state"), "checkpointPeriod": "1s"}
+    pinned = {"nodeSelector": {"kubernetes.io/hostname": node.name}}  # the hostPath is on this node
+    stack_keys = {**example("interactive"), "size": 2, "stateVolume": state, "pod": pinned, **keys}
+    try:
+        StackOnRealNode(admin, plane, namespace, tmp / "stack", "persistent", stack_keys).stack.up()
+        old = wait_until(lambda: ready_rank(core, namespace), "a ready rank 0", 120, poll=0.1).metadata.name
+        wait_until(lambda: both_online(core, namespace, old), "both ranks online", 120, poll=0.1)
+        done = flux(core, namespace, old, "submit", "--wait", "true").strip()
+        flux(core, namespace, old, "submit", "-N2", "sleep", "inf")
+        queued = [flux(core, namespace, old, "submit", "-N1", "date", "+%s.%N").strip() for _ in range(2)]
+        time.sleep(2.5)  # two of rank 0's checkpoints (checkpointPeriod 1s): the queue is in the saved state
+        watch = PodWatch(core, namespace, old, 0)
+        evicted_at = time.time()
+        lose(core, namespace, old, "evict")
+        first_start = wait_until(lambda: queued_job_start(core, namespace, queued[0]), "the first queued job", 180)
+        watch.stopping.set()
+        new = wait_until(lambda: ready_rank(core, namespace), "a ready rank 0", 60).metadata.name
+        yield SimpleNamespace(seen=watch.seen, first_start=first_start, done=done, queued=queued, old=old, new=new,
+                              core=core, namespace=namespace, evicted_at=evicted_at)  # fmt: skip
+    finally:
+        core.delete_namespace(namespace)
