@@ -12,14 +12,13 @@ view. A broker that crashes restarts in its container (a worker's at once, rank 
 60 s of its start, MC_RESTORE_GRACE): then no pod is replaced, and the pod's steps are not seen.
 Printed as a table of medians over the runs.
 
-With --replace-at-once the benchmark itself replaces the lost pod, as a controller of the project's
-own would (none exists: docs/lost-pods.md): once the old pod has Failed, the Job's pod template for the
-same index, with what the Job controller adds to its own pods. Then it looks, past the Job
-controller's back-off, at what that controller made of it: the pods of the index that still run.
+With --keeper the MiniCluster runs its keeper (keeper.enabled), which replaces the lost pod itself: rank
+0 while it still stops, a worker once it has Failed. Then the benchmark looks, past the Job controller's
+back-off, at what that controller made of it: the pods of the index that still run.
 
     MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --runs 3
     MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --how crash --rank 1
-    MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --replace-at-once
+    MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.bench.rank0_eviction --keeper --faults 3
 
 Needs a running control plane and real node (as `.ci/run` starts them) with flux-core in the node's
 image (MC_FLUX_PREFIX when the node started).
@@ -33,7 +32,6 @@ import secrets
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -41,7 +39,7 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
-from flux_minicluster.builders.names import INDEX_LABEL
+from flux_minicluster.builders.names import REPLACES
 from tests.bench.rendered import apply, rendered, stack_file
 from tests.engines.control_plane import ControlPlane
 from tests.engines.node import NODE_STATE
@@ -62,13 +60,13 @@ from tests.realengine.node.lost_pods import (
 
 def deploy(
     plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path, namespace: str, policy: str, how: str,
-    size: int = 2,
+    size: int = 2, keeper: bool = False,
 ) -> str:  # fmt: skip
     """A persistent MiniCluster of `size` on the real node, with a state volume (a hostPath in `folder`),
     rank 0 Ready and every rank online: rank 0's pod name."""
     keys = {**example("interactive"), "size": size, "namespace": namespace, "keygen": "local",
             "stateVolume": {"hostPath": str(folder / namespace), "checkpointPeriod": "1s"},
-            "pod": {"nodeSelector": {"kubernetes.io/hostname": node}},
+            "pod": {"nodeSelector": {"kubernetes.io/hostname": node}}, "keeper": {"enabled": keeper},
             # A deletion or a crash is a failure that counts (docs/lost-pods.md): a Job that survives some.
             **({"backoffLimit": 10} if how != "evict" else {})}  # fmt: skip
     objects = [obj for obj in yaml.safe_load_all(rendered(stack_file(folder, keys))) if obj]
@@ -84,48 +82,16 @@ def deploy(
     return rank0
 
 
-OURS = "minicluster.test/replaced-at-once"
-"""The mark on a pod the benchmark made, not the Job controller."""
-
-
-def replaced_at_once(core: client.CoreV1Api, namespace: str, lost: Any) -> None:
-    """The pod `lost` replaced once it has Failed, as a controller of ours would: the Job's pod template,
-    with what the Job controller adds to each pod it makes (the index's label and annotation,
-    JOB_COMPLETION_INDEX in every container, the hostname, the Job as the controlling owner, the Job's
-    tracking finalizer), under a new name, for the scheduler to place. Not the old pod's spec: admission
-    may have added to it."""
-    name = lost.metadata.name
-    read: Any = core.read_namespaced_pod
-    wait_until(lambda: read(name, namespace).status.phase == "Failed", "the pod Failed", 60, poll=0.02)
-    index = lost.metadata.labels[INDEX_LABEL]
-    job: Any = client.BatchV1Api(core.api_client).read_namespaced_job(lost.metadata.owner_references[0].name, namespace)
-    template = core.api_client.sanitize_for_serialization(job.spec.template)
-    spec = {**template["spec"], "hostname": f"{job.metadata.name}-{index}"}
-    for container in [*spec.get("initContainers", []), *spec["containers"]]:
-        field = {"fieldRef": {"fieldPath": f"metadata.annotations['{INDEX_LABEL}']"}}
-        container["env"] = [*container.get("env", []), {"name": "JOB_COMPLETION_INDEX", "valueFrom": field}]
-    owner = {"apiVersion": "batch/v1", "kind": "Job", "name": job.metadata.name, "uid": job.metadata.uid,
-             "controller": True, "blockOwnerDeletion": True}  # fmt: skip
-    metadata = {
-        "generateName": f"{job.metadata.name}-{index}-", "namespace": namespace,
-        "labels": {**template["metadata"].get("labels", {}), INDEX_LABEL: index},
-        "annotations": {**template["metadata"].get("annotations", {}), INDEX_LABEL: index, OURS: "true"},
-        "finalizers": ["batch.kubernetes.io/job-tracking"], "ownerReferences": [owner],
-    }  # fmt: skip
-    pod: Any = {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
-    core.create_namespaced_pod(namespace, pod)
-
-
 def index_pods(core: client.CoreV1Api, namespace: str, rank: int) -> list[str]:
     """The pods of the index that are neither ended nor terminating, each with who made it."""
     return sorted(
-        f"{p.metadata.name} ({'ours' if OURS in (p.metadata.annotations or {}) else 'the Job controller'})"
+        f"{p.metadata.name} ({'the keeper' if REPLACES in (p.metadata.annotations or {}) else 'the Job controller'})"
         for p in live_rank_pods(core, namespace, rank)
     )
 
 
 def one_fault(
-    core: client.CoreV1Api, namespace: str, how: str, rank: int, at_once: bool = False, earlier: int = 0
+    core: client.CoreV1Api, namespace: str, how: str, rank: int, kept: bool = False, earlier: int = 0
 ) -> dict[str, float]:
     """Rank 0's job queue held by a job on every node with two behind it, then the rank's pod lost:
     each step's time after the fault. `earlier`: the pods this Job lost before (its back-off doubles)."""
@@ -136,11 +102,8 @@ def one_fault(
     time.sleep(2)  # a checkpoint (checkpointPeriod 1s) holds the queue
     lost = rank0 if rank == 0 else rank_pod(core, namespace, rank).metadata.name
     watcher = PodWatch(core, namespace, lost, rank)
-    old = core.read_namespaced_pod(lost, namespace)
     fault = time.time()
     lose(core, namespace, lost, how)
-    if at_once:
-        threading.Thread(target=replaced_at_once, args=(core, namespace, old), daemon=True).start()
     if rank == 0:  # the first queued job's own start, in the instance wherever it came back
         watcher.seen["the first queued job started"] = wait_until(
             lambda: queued_job_start(core, namespace, queued[0]), "the first queued job", 900, poll=0.1
@@ -151,7 +114,7 @@ def one_fault(
         watcher.mark("the rank online again")
         flux(core, namespace, rank0, "cancel", "--all")  # the job that held both nodes, for the next fault
     watcher.stopping.set()
-    if at_once:  # past the Job controller's back-off (10 s from the failure, doubled): what it made of ours
+    if kept:  # past the Job controller's back-off (10 s from the failure, doubled): what it made of ours
         look = 10 * 2**earlier + 5
         time.sleep(max(0.0, fault + look - time.time()))
         status: Any = client.BatchV1Api(core.api_client).list_namespaced_job(namespace).items[0].status
@@ -167,8 +130,8 @@ def faults_in_a_row(
     namespace = f"bench-{secrets.token_hex(4)}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     try:
-        deploy(plane, core, node, folder, namespace, args.replacement_policy, args.how)
-        return [one_fault(core, namespace, args.how, args.rank, args.replace_at_once, n) for n in range(args.faults)]
+        deploy(plane, core, node, folder, namespace, args.replacement_policy, args.how, keeper=args.keeper)
+        return [one_fault(core, namespace, args.how, args.rank, args.keeper, n) for n in range(args.faults)]
     finally:
         core.delete_namespace(namespace)
 
@@ -188,7 +151,7 @@ def main() -> int:
     parser.add_argument(
         "--replacement-policy", default="", help="the Job's podReplacementPolicy instead of the builder's"
     )
-    parser.add_argument("--replace-at-once", action="store_true", help="replace the lost pod as a controller would")
+    parser.add_argument("--keeper", action="store_true", help="the MiniCluster's keeper replaces the lost pod")
     args = parser.parse_args()
     plane = ControlPlane.attach(Path(os.environ["MC_CONTROL_PLANE"]))
     node = yaml.safe_load((Path(os.environ["MC_NODE"]) / NODE_STATE).read_text())["name"]
