@@ -126,7 +126,9 @@ broker_options() {
     "-Slog-stderr-level=${MC_LOG_LEVEL:?}"
     "-Slog-stderr-mode=local"
   )
-  if [[ -n $MC_QUORUM ]]; then options_out_+=("-Sbroker.quorum=$MC_QUORUM"); fi
+  local quorum=$MC_QUORUM
+  if [[ ${restarting_saved:-false} == true ]]; then quorum=1; fi # saved_instance.sh says why
+  if [[ -n $quorum ]]; then options_out_+=("-Sbroker.quorum=$quorum"); fi
   read_lines attributes broker.attributes
   if ((${#attributes[@]})); then options_out_+=("${attributes[@]/#/-S}"); fi
 }

@@ -7,7 +7,8 @@ Graph: certificate -> Secret ─┐
        PodGroup (a gang) ─────┼─> Indexed Job ──> Scale (elastic clusters: waits for the brokers, and
        scale ConfigMap ───────┤   (names passed   resizes the running Job when `size` changes)
        headless Service ──────┘   as Outputs)     and, beside the Job, the scheduling guard (stops
-                                                  it if its pods cannot be scheduled in time)
+                                                  it if its pods cannot be scheduled in time);
+                                                  keeper: its account and Deployment, after the Job
 
 On an elastic cluster, Pulumi ignores the Job's size fields and the scale ConfigMap's data after
 creating them: the Scale resource owns them, so a resize is an update of the Scale, never a new Job.
