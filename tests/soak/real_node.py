@@ -3,7 +3,8 @@
 brokers on real Flux in real containers, rank 0's state on a hostPath, fed batches of short jobs through
 rank 0's pod, while faults come one after another in a seeded order. The real Job controller makes every
 replacement, so its back-off (10 s for the Job's first lost pod, doubling with each one after it) is in
-the recovery times, as it is in a user's cluster. Faults:
+the recovery times, as it is in a user's cluster; with --keeper the MiniCluster's keeper replaces the
+evicted rank 0 instead, at once. Faults:
   worker deleted    a worker's pod deleted through the API (SIGTERM, then its grace period)
   worker killed     a worker container's processes SIGKILLed from the node (a node that died)
   rank 0 evicted    rank 0's pod evicted through the Eviction API: its hand-over runs
@@ -15,6 +16,7 @@ the end, in Flux's own words; a batch rank 0 could not take (away, or not up yet
 
     MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.soak.real_node              # 5 faults, seed 1
     MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.soak.real_node --seed 3 --faults 3
+    MC_CONTROL_PLANE=DIR MC_NODE=DIR venv/bin/python -m tests.soak.real_node --keeper   # evictions: the keeper's
 
 Needs root (it acts on the node's processes), a running control plane and real node (as `.ci/run`
 starts them) and flux-core in the node's image (MC_FLUX_PREFIX when the node started).
@@ -180,7 +182,7 @@ def one_run(plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path
     namespace = f"soak-{secrets.token_hex(4)}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     try:
-        deploy(plane, core, node, folder, namespace, "", "kill", size=SIZE)
+        deploy(plane, core, node, folder, namespace, "", "kill", size=SIZE, keeper=args.keeper)
         wait_until(lambda: whole(core, namespace), "every rank online", 120, poll=0.2)
         feeder = Feeder(plane, namespace, rng)
         recoveries = []
@@ -215,6 +217,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--faults", type=int, default=len(FAULTS))
+    parser.add_argument("--keeper", action="store_true", help="the MiniCluster's keeper replaces evicted pods")
     args = parser.parse_args()
     plane = ControlPlane.attach(Path(os.environ["MC_CONTROL_PLANE"]))
     node = yaml.safe_load((Path(os.environ["MC_NODE"]) / NODE_STATE).read_text())["name"]
