@@ -99,6 +99,19 @@ def test_a_saved_instance_is_restarted_from_the_state_volume(tmp_path: Path) -> 
     assert (saved / "content.sqlite").read_text() == "saved"
 
 
+def test_a_saved_instance_takes_jobs_once_rank0_alone_is_up(tmp_path: Path) -> None:
+    """Its workers were online before; each rejoins as its broker comes back."""
+    saved_instance(tmp_path)
+    run = Pods(tmp_path, command=None, maxSize=10).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"))
+    quorums = [option for option in run.start if option.startswith("-Sbroker.quorum")]
+    assert quorums == ["-Sbroker.quorum=1"]
+
+
+def test_a_new_instance_on_the_state_volume_waits_for_its_quorum(tmp_path: Path) -> None:
+    run = Pods(tmp_path, command=None, maxSize=10).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"))
+    assert [option for option in run.start if option.startswith("-Sbroker.quorum")] == ["-Sbroker.quorum=4"]
+
+
 def test_a_saved_state_the_broker_cannot_start_from_is_kept_aside_for_recovery(tmp_path: Path) -> None:
     saved = saved_instance(tmp_path, "torn")
     run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1 1 1 0")

@@ -169,3 +169,11 @@ def rank0_evicted(plane: ControlPlane, node: NodeInfo, tmp: Path, **keys: Any) -
                               core=core, namespace=namespace, evicted_at=evicted_at)  # fmt: skip
     finally:
         core.delete_namespace(namespace)
+
+
+def after_the_eviction(evicted: Any) -> tuple[float, list[str]]:
+    """What rank 0's replacement says after `rank0_evicted`: the second queued job's start (it waits for
+    the job), and the inactive jobs with their results."""
+    core, namespace, new = evicted.core, evicted.namespace, evicted.new
+    second = float(flux(core, namespace, new, "job", "attach", evicted.queued[1]).strip())
+    return second, flux(core, namespace, new, "jobs", "-no", "{id.f58} {result}", "--filter=inactive").split("\n")

@@ -18,7 +18,7 @@ from kubernetes import client
 from flux_minicluster.builders.names import BROKER_CONTAINER, REPLACES
 from tests.engines.control_plane import ControlPlane
 from tests.realengine.node.conftest import NodeInfo
-from tests.realengine.node.lost_pods import flux, live_rank_pods, rank0_evicted
+from tests.realengine.node.lost_pods import after_the_eviction, live_rank_pods, rank0_evicted
 
 pytestmark = pytest.mark.realflux
 
@@ -47,10 +47,8 @@ def test_the_new_broker_waits_for_the_old_one_to_let_go_of_the_saved_instance(ev
 
 
 def test_every_queued_job_runs_and_the_instance_keeps_its_history(evicted: Any) -> None:
-    core, namespace, new = evicted.core, evicted.namespace, evicted.new
-    second = flux(core, namespace, new, "job", "attach", evicted.queued[1]).strip()
-    assert float(second) >= evicted.first_start
-    finished = flux(core, namespace, new, "jobs", "-no", "{id.f58} {result}", "--filter=inactive").split("\n")
+    second_start, finished = after_the_eviction(evicted)
+    assert second_start >= evicted.first_start
     assert f"{evicted.done} COMPLETED" in finished
 
 

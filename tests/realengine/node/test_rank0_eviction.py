@@ -13,7 +13,7 @@ import pytest
 
 from tests.engines.control_plane import ControlPlane
 from tests.realengine.node.conftest import NodeInfo
-from tests.realengine.node.lost_pods import flux, rank0_evicted
+from tests.realengine.node.lost_pods import after_the_eviction, rank0_evicted
 
 pytestmark = pytest.mark.realflux
 
@@ -39,8 +39,6 @@ def test_the_queued_jobs_start_only_in_the_replacement(evicted: Any) -> None:
 
 
 def test_every_queued_job_runs_and_the_instance_keeps_its_history(evicted: Any) -> None:
-    core, namespace, new = evicted.core, evicted.namespace, evicted.new
-    second = flux(core, namespace, new, "job", "attach", evicted.queued[1]).strip()
-    assert float(second) >= evicted.first_start
-    finished = flux(core, namespace, new, "jobs", "-no", "{id.f58} {result}", "--filter=inactive").split("\n")
+    second_start, finished = after_the_eviction(evicted)
+    assert second_start >= evicted.first_start
     assert f"{evicted.done} COMPLETED" in finished
