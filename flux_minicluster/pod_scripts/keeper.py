@@ -140,6 +140,9 @@ def replacement(job: "dict[str, Any]", lost: "dict[str, Any]", index_label: str,
 
 
 class Keeper:
+    """Follows the Job's pods (a list, then a watch from it, made anew when it ends) and replaces what
+    to_replace finds, after a look at the Job (why_no_pod)."""
+
     def __init__(self, api: ClusterApi, job: str, index_label: str, replaces: str, rank0_while_stopping: bool):
         self.api, self.job, self.index_label, self.replaces = api, job, index_label, replaces
         self.rank0_while_stopping = rank0_while_stopping
@@ -166,8 +169,8 @@ class Keeper:
                 time.sleep(RETRY_PAUSE)
 
     def watch(self, resource_version: str) -> "Iterator[Any]":
-        """The pods' changes after `resource_version`, until the API server ends the watch (an ERROR
-        event, e.g. 410 Gone for a version too old: the caller lists again)."""
+        """The pods' changes after `resource_version`, until the API server ends the watch (its timeout,
+        or 410 Gone for a version too old: the caller lists again)."""
         query = {"labelSelector": self.selector, "watch": "1", "resourceVersion": resource_version,
                  "allowWatchBookmarks": "false", "timeoutSeconds": str(WATCH_SECONDS)}  # fmt: skip
         url = f"{self.api.base}{self.pods_path}?{urllib.parse.urlencode(query)}"
@@ -178,13 +181,17 @@ class Keeper:
                                         timeout=WATCH_SECONDS + 30, context=self.api.tls) as stream:  # fmt: skip
                 for line in stream:
                     event = json.loads(line)
-                    if event["type"] == "ERROR":
-                        return
+                    if event["type"] == "ERROR":  # a Status: 410 Gone is a version too old, listed again
+                        status = event["object"]
+                        if status.get("code") == 410:
+                            return
+                        raise ApiError(status.get("code"), f"the watch on the pods: {status.get('message')}")
                     yield event["type"], event["object"]
         except (OSError, ValueError) as failed:
             raise ApiError(None, f"the watch on the pods: {failed}") from None
 
     def act(self, pods: "dict[str, dict[str, Any]]") -> None:
+        self.tried = {name: at for name, at in self.tried.items() if name in pods}
         for lost in to_replace(list(pods.values()), self.index_label, self.replaces, self.rank0_while_stopping):
             name = lost["metadata"]["name"]
             if time.monotonic() - self.tried.get(name, -RETRY_PAUSE) < RETRY_PAUSE:
