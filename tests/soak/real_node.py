@@ -185,11 +185,14 @@ def one_run(plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path
         deploy(plane, core, node, folder, namespace, "", "kill", size=SIZE, keeper=args.keeper)
         wait_until(lambda: whole(core, namespace), "every rank online", 120, poll=0.2)
         feeder = Feeder(plane, namespace, rng)
-        recoveries = []
+        recoveries: list[tuple[str, float, float]] = []
+        faults_at: list[tuple[float, str]] = []
         for kind in kinds:
             time.sleep(5)  # jobs in flight when the fault comes
+            began = time.time()
             fault(core, namespace, kind, rng)
             ended = time.time()
+            faults_at.append((began, kind))
             if kind != "worker cut off":  # a cut is over when the link is back: rank 0 may see it whole at once
                 wait_until(lambda: not whole(core, namespace), "the fault seen", 60, poll=0.2)
             wait_until(lambda: whole(core, namespace), f"recovery from {kind}", RECOVERY_TIMEOUT, poll=0.2)
@@ -207,6 +210,11 @@ def one_run(plane: ControlPlane, core: client.CoreV1Api, node: str, folder: Path
         listed = flux(core, namespace, rank0, "jobs", "-a", "-c", "100000", "-no", shown)
         results = {job: (result, why) for job, result, why in (line.split("|", 2) for line in listed.splitlines())}
         ends = Counter(results.get(job, ("lost", ""))[0] or "still active" for job in feeder.submitted)
+        for job, submitted_at in feeder.submitted.items():
+            if job not in results:  # which fault took it: the contract allows a killed rank 0's last period
+                after = [(at - submitted_at, kind) for at, kind in faults_at if at >= submitted_at]
+                print(f"lost: {job}, its ID returned " + (f"{after[0][0]:.2f} s before {after[0][1]}" if after
+                                                          else "after the last fault"), flush=True)  # fmt: skip
         reasons = Counter(results[job][1] for job in feeder.submitted if results.get(job, ("",))[0] == "FAILED")
         return recoveries, ends, reasons, feeder.refused, len(feeder.submitted)
     finally:
