@@ -1,0 +1,66 @@
+"""A stack with the keeper (keeper.enabled) under the real Pulumi engine, its pods in real containers on
+the real node: `pulumi up` returns with the keeper's pod running as its own account (and no broker pod
+with a token); a worker evicted is replaced by the keeper once its pod has Failed, and the cluster is
+whole again; `pulumi destroy` leaves nothing, the keeper's Deployment and ReplicaSet included. Any Flux
+the node's image has (the stand-in too): rank 0 with real Flux and a state volume is test_keeper.py's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from flux_minicluster.builders.names import INDEX_LABEL, REPLACES
+from tests.harness import example
+from tests.kubelet.pod import wait_until
+from tests.realengine.node.lost_pods import lose, rank_pod
+from tests.realengine.node.stacks import StackOnRealNode
+from tests.realengine.on_node import ready
+
+
+@pytest.fixture
+def kept(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
+    cluster = stack_on_real_node("kept", **example("interactive"), keeper={"enabled": True})
+    cluster.stack.up()
+    return cluster
+
+
+def pods(cluster: StackOnRealNode, selector: str) -> list[Any]:
+    found: Any = client.CoreV1Api(cluster.admin).list_namespaced_pod(cluster.namespace, label_selector=selector)
+    return list(found.items)
+
+
+def test_pulumi_up_returns_with_the_keeper_running_as_its_own_account(kept: StackOnRealNode) -> None:
+    (keeper,) = pods(kept, "app.kubernetes.io/component=keeper")
+    assert (keeper.status.phase, keeper.spec.service_account_name) == ("Running", "kept-keeper")
+    brokers = pods(kept, "job-name=kept")
+    assert {pod.spec.automount_service_account_token for pod in brokers} == {False}
+
+
+def test_an_evicted_worker_is_replaced_by_the_keeper(kept: StackOnRealNode) -> None:
+    core = client.CoreV1Api(kept.admin)
+    old = rank_pod(core, kept.namespace, 3)
+    lose(core, kept.namespace, old.metadata.name, "evict")
+
+    def replacement() -> Any:
+        found = [pod for pod in pods(kept, f"{INDEX_LABEL}=3")
+                 if (pod.metadata.annotations or {}).get(REPLACES) == old.metadata.name]  # fmt: skip
+        return found[0] if found else None
+
+    new = wait_until(replacement, "the keeper's replacement of rank 3", 120, poll=0.2)
+    status: Any = core.read_namespaced_pod(old.metadata.name, kept.namespace).status
+    assert status.phase == "Failed"
+    assert new.spec.hostname == "kept-3"
+
+    def whole() -> bool:  # the evicted pod stays, Failed, as the Job keeps its pods
+        live = [pod for pod in kept.pods() if pod.status.phase != "Failed" and not pod.metadata.deletion_timestamp]
+        return len(live) == 4 and all(ready(pod) for pod in live)
+
+    wait_until(whole, "every broker Ready again", 120, poll=0.2)
+
+
+def test_pulumi_destroy_leaves_nothing_the_keeper_made(kept: StackOnRealNode) -> None:
+    kept.stack.destroy()
+    assert kept.left() == {}
