@@ -115,8 +115,10 @@ local_resources() {
   HWLOC_COMPONENTS=-linuxio HWLOC_PLUGINS_PATH=/nonexistent "$flux" R encode "$@" --local
 }
 
+# $2: true for a rank 0 that restarts a saved instance (saved_instance.sh says why its quorum is 1).
 broker_options() {
   local -n options_out_=$1
+  local restarting_saved=${2:-false} quorum=$MC_QUORUM
   local -a attributes
   options_out_=(
     "-o,--config-path=${MC_BROKER_CONFIG_DIR:?}"
@@ -126,8 +128,7 @@ broker_options() {
     "-Slog-stderr-level=${MC_LOG_LEVEL:?}"
     "-Slog-stderr-mode=local"
   )
-  local quorum=$MC_QUORUM
-  if [[ ${restarting_saved:-false} == true ]]; then quorum=1; fi # saved_instance.sh says why
+  if [[ $restarting_saved == true ]]; then quorum=1; fi
   if [[ -n $quorum ]]; then options_out_+=("-Sbroker.quorum=$quorum"); fi
   read_lines attributes broker.attributes
   if ((${#attributes[@]})); then options_out_+=("${attributes[@]/#/-S}"); fi
@@ -169,9 +170,10 @@ start_companions() {
 }
 
 # Rank 0: the instance's initial program decides the mode. flux start returns that program's status.
+# $1: true when it restarts a saved instance (broker_options).
 start_rank0() {
   local -a options command flags program layout
-  broker_options options
+  broker_options options "${1:-false}"
   task_layout layout
   read_lines command command.args
   read_lines flags submit.flags

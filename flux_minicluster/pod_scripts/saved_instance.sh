@@ -65,9 +65,7 @@ start_saved_instance() {
     # A saved instance had its workers online before: it takes jobs again once rank 0 alone is up
     # (quorum 1), and each worker rejoins as its broker comes back, as after a worker's restart. Waiting
     # for every worker again held the queue up to a second after a hand-over.
-    # shellcheck disable=SC2034 # read by broker_options (entrypoint.sh)
-    restarting_saved=$saved_before
-    start_rank0 || status=$?
+    start_rank0 "$saved_before" || status=$?
     if [[ -n $restart_step_pid ]]; then kill "$restart_step_pid" 2>/dev/null || true; fi
     restart_step_pid=""
     if ((status == 0)) && [[ $stop_requested == false ]]; then

@@ -112,6 +112,14 @@ def test_a_new_instance_on_the_state_volume_waits_for_its_quorum(tmp_path: Path)
     assert [option for option in run.start if option.startswith("-Sbroker.quorum")] == ["-Sbroker.quorum=4"]
 
 
+def test_the_new_instance_after_a_saved_state_kept_aside_waits_for_its_quorum(tmp_path: Path) -> None:
+    saved_instance(tmp_path, "torn")
+    pods = Pods(tmp_path, command=None, maxSize=10)
+    run = pods.run(0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1 1 1 0")
+    quorums = [[o for o in argv if o.startswith("-Sbroker.quorum")] for argv in run.subcommand("start")]
+    assert quorums == [["-Sbroker.quorum=1"]] * 3 + [["-Sbroker.quorum=4"]]
+
+
 def test_a_saved_state_the_broker_cannot_start_from_is_kept_aside_for_recovery(tmp_path: Path) -> None:
     saved = saved_instance(tmp_path, "torn")
     run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1 1 1 0")
