@@ -1,4 +1,4 @@
-"""The Kubernetes API from inside a broker pod, as its service account (for the autoscaler): HTTPS to
+"""The Kubernetes API from inside a pod, as its service account (for the autoscaler and the keeper): HTTPS to
 the address Kubernetes gives every pod, the server checked against the cluster's CA, the token read
 again for each request (Kubernetes rotates it in place).
 
@@ -12,6 +12,7 @@ import ssl
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from typing import Any
 
 TIMEOUT = 10
@@ -39,9 +40,7 @@ class ClusterApi:
         self.namespace = namespace
 
     def request(self, method: str, path: str, body: "dict[str, Any] | None" = None, **query: str) -> Any:
-        url = f"{self.base}{path}{'?' + urllib.parse.urlencode(query) if query else ''}"
-        with open(self.token_file) as token:
-            headers = {"Authorization": f"Bearer {token.read().strip()}", "Accept": "application/json"}
+        url, headers = self._url(path, query), self._headers()
         data = None
         if body is not None:
             data = json.dumps(body).encode()
@@ -54,6 +53,34 @@ class ClusterApi:
             raise ApiError(refused.code, _message(refused.read())) from None
         except (OSError, ValueError) as failed:  # refused, reset, timed out, unreadable
             raise ApiError(None, str(getattr(failed, "reason", failed))) from None
+
+    def watch(self, path: str, seconds: int, **query: str) -> "Iterator[tuple[str, dict[str, Any]]]":
+        """The changes to the objects at `path` (a list's path; `query` picks from it, with the list's
+        resourceVersion), each (type, object), until the API server ends the watch after `seconds` or
+        says the version is too old (410 Gone: list again). Any other error it sends is an ApiError."""
+        url = self._url(path, {**query, "watch": "1", "timeoutSeconds": str(seconds)})
+        asked = urllib.request.Request(url, headers=self._headers())
+        try:
+            with urllib.request.urlopen(asked, timeout=seconds + TIMEOUT, context=self.tls) as stream:
+                for line in stream:
+                    event = json.loads(line)
+                    if event["type"] == "ERROR":  # its object is a Status
+                        if event["object"].get("code") == 410:
+                            return
+                        raise ApiError(event["object"].get("code"), str(event["object"].get("message")))
+                    yield event["type"], event["object"]
+        except urllib.error.HTTPError as refused:
+            raise ApiError(refused.code, _message(refused.read())) from None
+        except (OSError, ValueError) as failed:  # refused, reset, timed out, unreadable
+            raise ApiError(None, str(getattr(failed, "reason", failed))) from None
+
+    def _url(self, path: str, query: "dict[str, str]") -> str:
+        return f"{self.base}{path}{'?' + urllib.parse.urlencode(query) if query else ''}"
+
+    def _headers(self) -> "dict[str, str]":
+        """The token read again for each request: Kubernetes rotates it in place."""
+        with open(self.token_file) as token:
+            return {"Authorization": f"Bearer {token.read().strip()}", "Accept": "application/json"}
 
     def job(self, name: str) -> "dict[str, Any]":
         found: dict[str, Any] = self.request("GET", f"/apis/batch/v1/namespaces/{self.namespace}/jobs/{name}")

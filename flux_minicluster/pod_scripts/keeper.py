@@ -18,9 +18,6 @@ import json
 import os
 import sys
 import time
-import urllib.parse
-import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its module is beside it
@@ -158,7 +155,9 @@ class Keeper:
                 listed = self.api.request("GET", self.pods_path, labelSelector=self.selector)
                 pods = {pod["metadata"]["name"]: pod for pod in listed["items"]}
                 self.act(pods)
-                for kind, pod in self.watch(listed["metadata"]["resourceVersion"]):
+                changes = self.api.watch(self.pods_path, WATCH_SECONDS, labelSelector=self.selector,
+                                         resourceVersion=listed["metadata"]["resourceVersion"])  # fmt: skip
+                for kind, pod in changes:
                     if kind == "DELETED":
                         pods.pop(pod["metadata"]["name"], None)
                     else:
@@ -167,28 +166,6 @@ class Keeper:
             except ApiError as failed:
                 log(f"the API server: {failed}; again in {RETRY_PAUSE} s")
                 time.sleep(RETRY_PAUSE)
-
-    def watch(self, resource_version: str) -> "Iterator[Any]":
-        """The pods' changes after `resource_version`, until the API server ends the watch (its timeout,
-        or 410 Gone for a version too old: the caller lists again)."""
-        query = {"labelSelector": self.selector, "watch": "1", "resourceVersion": resource_version,
-                 "allowWatchBookmarks": "false", "timeoutSeconds": str(WATCH_SECONDS)}  # fmt: skip
-        url = f"{self.api.base}{self.pods_path}?{urllib.parse.urlencode(query)}"
-        with open(self.api.token_file) as token:
-            headers = {"Authorization": "Bearer " + token.read().strip(), "Accept": "application/json"}
-        try:
-            with urllib.request.urlopen(urllib.request.Request(url, headers=headers),
-                                        timeout=WATCH_SECONDS + 30, context=self.api.tls) as stream:  # fmt: skip
-                for line in stream:
-                    event = json.loads(line)
-                    if event["type"] == "ERROR":  # a Status: 410 Gone is a version too old, listed again
-                        status = event["object"]
-                        if status.get("code") == 410:
-                            return
-                        raise ApiError(status.get("code"), f"the watch on the pods: {status.get('message')}")
-                    yield event["type"], event["object"]
-        except (OSError, ValueError) as failed:
-            raise ApiError(None, f"the watch on the pods: {failed}") from None
 
     def act(self, pods: "dict[str, dict[str, Any]]") -> None:
         self.tried = {name: at for name, at in self.tried.items() if name in pods}

@@ -25,6 +25,7 @@ from flux_minicluster.config.loader import load_spec
 from tests.engines.control_plane import ControlPlane
 from tests.kubelet.api_reach import token_dir
 from tests.kubelet.pod import wait_until
+from tests.pod_modules import cluster_api
 from tests.realengine.accounts import granted
 from tests.realengine.conftest import create
 
@@ -36,10 +37,13 @@ SCRIPTS = Path(str(resources.files("flux_minicluster").joinpath("pod_scripts")))
 
 
 @pytest.fixture
-def kept(admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Iterator[Any]:
+def kept(
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> Iterator[Any]:  # fmt: skip
     """An Indexed Job of 3 made as the MiniCluster's (its pods held back: no node has the label they ask
     for), the keeper's account, Role and binding as the builders make them, and keeper.py running as
-    that account; the core API, the namespace, and the keeper's log file."""
+    that account; the core API, the namespace, the keeper's log file, and its client in this process."""
     config = {"minicluster:namespace": namespace, "minicluster:size": 3, "minicluster:command": None,
               "minicluster:image": "minicluster.test/held-back:1",
               "minicluster:keeper": {"enabled": True},
@@ -55,6 +59,9 @@ def kept(admin: client.ApiClient, control_plane: ControlPlane, namespace: str, t
     env = {**os.environ, "KUBERNETES_SERVICE_HOST": str(address.hostname), "KUBERNETES_SERVICE_PORT": str(address.port),
            **{item["name"]: item["value"] for item in keeper.environment(spec)},
            "MC_SERVICE_ACCOUNT_DIR": str(account)}  # fmt: skip
+    for variable in ("KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"):
+        monkeypatch.setenv(variable, env[variable])
+    api = cluster_api.ClusterApi(str(account), namespace)  # the keeper's client, in this process
     core = client.CoreV1Api(admin)
     wait_until(lambda: len(live(core, namespace)) == 3, "the Job's 3 pods", 60)
     log = tmp_path / "keeper.log"
@@ -62,7 +69,7 @@ def kept(admin: client.ApiClient, control_plane: ControlPlane, namespace: str, t
         process = subprocess.Popen([sys.executable, str(SCRIPTS / "keeper.py")], env=env, stderr=out)
     try:
         wait_until(lambda: "watching the pods" in log.read_text(), "the keeper's watch", 30)
-        yield core, namespace, log
+        yield core, namespace, log, api
     finally:
         process.terminate()
         process.wait(10)
@@ -97,7 +104,7 @@ def replacement_of(core: client.CoreV1Api, namespace: str, lost: Any) -> Any:
 
 
 def test_an_evicted_pod_is_replaced_by_the_jobs_pod_for_its_index(kept: Any) -> None:
-    core, namespace, _ = kept
+    core, namespace, *_ = kept
     lost = of_index(core, namespace, 2)
     end(core, namespace, lost, EVICTED)
     new = replacement_of(core, namespace, lost)
@@ -107,7 +114,7 @@ def test_an_evicted_pod_is_replaced_by_the_jobs_pod_for_its_index(kept: Any) -> 
 
 
 def test_the_job_controller_takes_the_keepers_pod_as_the_indexs_own(kept: Any) -> None:
-    core, namespace, _ = kept
+    core, namespace, *_ = kept
     lost = of_index(core, namespace, 1)
     end(core, namespace, lost, EVICTED)
     failed_at = time.monotonic()
@@ -124,7 +131,7 @@ def test_the_job_controller_takes_the_keepers_pod_as_the_indexs_own(kept: Any) -
 
 
 def test_a_pod_that_failed_without_a_disruption_is_left_to_the_job_controller(kept: Any) -> None:
-    core, namespace, log = kept
+    core, namespace, log, _ = kept
     failed, evicted = of_index(core, namespace, 1), of_index(core, namespace, 2)
     end(core, namespace, failed)
     end(core, namespace, evicted, EVICTED)  # after it: once this one is replaced, the keeper saw both
@@ -132,3 +139,14 @@ def test_a_pod_that_failed_without_a_disruption_is_left_to_the_job_controller(ke
     assert failed.metadata.name not in log.read_text()
     assert [p for p in live(core, namespace).values()
             if (p.metadata.annotations or {}).get(REPLACES) == failed.metadata.name] == []  # fmt: skip
+
+
+def test_a_watch_sees_a_pods_change_after_the_listed_version(kept: Any) -> None:
+    core, namespace, _, api = kept
+    path = f"/api/v1/namespaces/{namespace}/pods"
+    listed = api.request("GET", path, labelSelector="job-name=kept")
+    lost = of_index(core, namespace, 2)
+    end(core, namespace, lost)
+    changes = api.watch(path, 5, labelSelector="job-name=kept", resourceVersion=listed["metadata"]["resourceVersion"])
+    kind, pod = next((kind, pod) for kind, pod in changes if pod["metadata"]["name"] == lost.metadata.name)
+    assert (kind, pod["status"]["phase"]) == ("MODIFIED", "Failed")  # the scheduler may touch the others
