@@ -60,13 +60,18 @@ def objects(spec: MiniClusterSpec, scale_config: Any) -> list[Manifest]:
     found: list[Manifest] = []
     if spec.pod.service_account_name is None:
         found.append({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata})
-    found.append({"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata, "rules": rules(spec, scale_config)})
-    found.append({
-        "apiVersion": RBAC_API, "kind": "RoleBinding", "metadata": metadata,
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": spec.namespace}],
-    })  # fmt: skip
-    return found
+    return [*found, *role_and_binding(metadata, rules(spec, scale_config), account)]
+
+
+def role_and_binding(metadata: Manifest, role_rules: list[Manifest], account: Any) -> list[Manifest]:
+    """A Role of `role_rules`, named and labelled by `metadata`, and its binding to the service account
+    `account` of the same namespace."""
+    return [
+        {"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata, "rules": role_rules},
+        {"apiVersion": RBAC_API, "kind": "RoleBinding", "metadata": metadata,
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": metadata["name"]},
+         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": metadata["namespace"]}]},
+    ]  # fmt: skip
 
 
 def container(spec: MiniClusterSpec, scale_config: Any) -> Manifest:

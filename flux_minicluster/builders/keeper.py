@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from flux_minicluster.builders import pod_security
-from flux_minicluster.builders.autoscaling import RBAC_API
+from flux_minicluster.builders.autoscaling import role_and_binding
 from flux_minicluster.builders.files import script
 from flux_minicluster.builders.names import (
     INDEX_LABEL,
@@ -43,15 +43,9 @@ def access(spec: MiniClusterSpec) -> list[Manifest]:
     """Its ServiceAccount, Role and RoleBinding; none without keeper.enabled."""
     if not spec.keeper.enabled:
         return []
-    name = keeper_name(spec)
-    metadata = object_metadata(spec, name, COMPONENT)
-    return [
-        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata},
-        {"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata, "rules": rules(spec)},
-        {"apiVersion": RBAC_API, "kind": "RoleBinding", "metadata": metadata,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": spec.namespace}]},
-    ]  # fmt: skip
+    metadata = object_metadata(spec, keeper_name(spec), COMPONENT)
+    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata}
+    return [account, *role_and_binding(metadata, rules(spec), metadata["name"])]
 
 
 def scripts_config_map(spec: MiniClusterSpec) -> Manifest | None:
