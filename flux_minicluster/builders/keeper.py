@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.builders import pod_security
+from flux_minicluster.builders import pod_security, pod_template
 from flux_minicluster.builders.autoscaling import role_and_binding
 from flux_minicluster.builders.files import script
 from flux_minicluster.builders.names import (
@@ -71,7 +71,6 @@ def pod_spec(spec: MiniClusterSpec, scripts_config: Any) -> Manifest:
     """One container, python3 running keeper.py from the scripts' ConfigMap, as the keeper's account
     (Kubernetes mounts its token: the pod runs nothing else). It goes where the brokers may go (their
     nodeSelector, tolerations and pull secrets), and satisfies the Pod Security profile they do."""
-    pod = spec.pod
     container: Manifest = {
         "name": KEEPER_CONTAINER,
         "image": spec.keeper.image or spec.image,
@@ -87,13 +86,7 @@ def pod_spec(spec: MiniClusterSpec, scripts_config: Any) -> Manifest:
         "containers": [container],
         "volumes": [{"name": paths.RUN_CONFIG_VOLUME, "configMap": {"name": scripts_config}}],
     }
-    optional = {
-        "nodeSelector": dict(pod.node_selector),
-        "tolerations": [toleration.manifest() for toleration in pod.tolerations],
-        "imagePullSecrets": [{"name": name} for name in pod.image_pull_secrets],
-    }
-    found.update({key: value for key, value in optional.items() if value})
-    return pod_security.secure(spec, found)
+    return pod_security.secure(spec, {**found, **pod_template.placement(spec)})
 
 
 def deployment(spec: MiniClusterSpec, scripts_config: Any) -> Manifest:

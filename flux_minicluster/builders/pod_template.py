@@ -248,11 +248,22 @@ def state_volume_source(volume: StateVolume) -> Manifest:
     return {"hostPath": {"path": volume.host_path, "type": "DirectoryOrCreate"}}
 
 
-def _scheduling(spec: MiniClusterSpec) -> Manifest:
+def placement(spec: MiniClusterSpec) -> Manifest:
+    """Where the stack lets its pods go and what they may pull with: pod.nodeSelector, tolerations and
+    imagePullSecrets, those it set."""
     pod = spec.pod
     optional = {
         "nodeSelector": dict(pod.node_selector),
         "tolerations": [toleration.manifest() for toleration in pod.tolerations],
+        "imagePullSecrets": [{"name": name} for name in pod.image_pull_secrets],
+    }
+    return {key: value for key, value in optional.items() if value}
+
+
+def _scheduling(spec: MiniClusterSpec) -> Manifest:
+    pod = spec.pod
+    optional = {
+        **placement(spec),
         "affinity": _affinity(spec),
         "serviceAccountName": autoscaling.service_account_name(spec),
         "automountServiceAccountToken": autoscaling.api_token(spec),
@@ -260,7 +271,6 @@ def _scheduling(spec: MiniClusterSpec) -> Manifest:
         "schedulerName": spec.scheduler.scheduler_name if spec.scheduler else pod.scheduler_name,
         "priorityClassName": pod.priority_class_name,
         "dnsPolicy": pod.dns_policy,
-        "imagePullSecrets": [{"name": name} for name in pod.image_pull_secrets],
     }
     return {key: value for key, value in optional.items() if value is not None and value != [] and value != {}}
 
