@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +99,13 @@ class ProviderPlugin:
         self.process.kill()
         _, stderr = self.process.communicate(timeout=10)
         return stderr.decode(errors="replace")
+
+
+def served(provider: Any, resource_type: str, kubeconfig: Path) -> Iterator[ProviderPlugin]:
+    """A module's provider process, talking to the cluster of `kubeconfig`, closed at the module's end."""
+    process = ProviderPlugin(provider, resource_type, {"KUBECONFIG": str(kubeconfig)})
+    yield process
+    process.close()
 
 
 def grpc_error(call: Any) -> str:

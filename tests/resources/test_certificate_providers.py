@@ -15,7 +15,17 @@ from flux_minicluster.config.loader import load_spec
 from flux_minicluster.resources import keygen
 from tests.conftest import config
 from tests.kube_api import Cluster, StandIn, Step, running
-from tests.provider_plugin import DIFF_NONE, DIFF_SOME, UNKNOWN, ProviderPlugin, decode, grpc_error, is_secret, secret
+from tests.provider_plugin import (
+    DIFF_NONE,
+    DIFF_SOME,
+    UNKNOWN,
+    ProviderPlugin,
+    decode,
+    grpc_error,
+    is_secret,
+    secret,
+    served,
+)
 
 KEYGEN_TYPE = "pulumi-python:dynamic/minicluster:CurveCertificate"
 LOCAL_TYPE = "pulumi-python:dynamic/minicluster:LocalCurveCertificate"
@@ -39,18 +49,13 @@ def api(api_server: StandIn) -> Cluster:
 
 @pytest.fixture(scope="module")
 def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
-    env = {"KUBECONFIG": str(api_server.cluster.kubeconfig)}
-    process = ProviderPlugin(keygen.KeygenPodProvider(), KEYGEN_TYPE, env)
-    yield process
-    process.close()
+    yield from served(keygen.KeygenPodProvider(), KEYGEN_TYPE, api_server.cluster.kubeconfig)
 
 
 @pytest.fixture(scope="module")
 def local_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProviderPlugin]:
     nowhere = tmp_path_factory.mktemp("no-cluster") / "kubeconfig"
-    process = ProviderPlugin(keygen.LocalKeygenProvider(), LOCAL_TYPE, {"KUBECONFIG": str(nowhere)})
-    yield process
-    process.close()
+    yield from served(keygen.LocalKeygenProvider(), LOCAL_TYPE, nowhere)
 
 
 def program_inputs(plugin: ProviderPlugin, **overrides: Any) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from tests.conftest import config
 from tests.harness import deploy
 from tests.kube_api import Cluster, StandIn, running
 from tests.kube_api.samples import BROKER, DEV, broker_pod, job
-from tests.provider_plugin import ProviderPlugin, grpc_error
+from tests.provider_plugin import ProviderPlugin, grpc_error, served
 
 DELETION = "pulumi-python:dynamic/minicluster:JobDeletion"
 JOB = "kubernetes:batch/v1:Job"
@@ -50,11 +50,7 @@ def test_a_one_shot_job_has_none_pulumi_kubernetes_awaits_its_deletion_itself() 
 
 @pytest.fixture(scope="module")
 def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
-    process = ProviderPlugin(
-        deletion.JobDeletionProvider(), DELETION, {"KUBECONFIG": str(api_server.cluster.kubeconfig)}
-    )
-    yield process
-    process.close()
+    yield from served(deletion.JobDeletionProvider(), DELETION, api_server.cluster.kubeconfig)
 
 
 @pytest.fixture

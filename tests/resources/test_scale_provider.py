@@ -19,7 +19,7 @@ from tests.kube_api import Cluster, StandIn, ready, running, unschedulable
 from tests.kube_api.samples import BROKER, DEV, broker_pod, job
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
-from tests.provider_plugin import DIFF_SOME, ProviderPlugin, grpc_error
+from tests.provider_plugin import DIFF_SOME, ProviderPlugin, grpc_error, served
 from tests.realflux.test_real_resize import drained
 
 SCALE = "pulumi-python:dynamic/minicluster:Scale"
@@ -28,9 +28,7 @@ FULL = "0/3 nodes are available: 3 Insufficient cpu."
 
 @pytest.fixture(scope="module")
 def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
-    process = ProviderPlugin(scale.ScaleProvider(), SCALE, {"KUBECONFIG": str(api_server.cluster.kubeconfig)})
-    yield process
-    process.close()
+    yield from served(scale.ScaleProvider(), SCALE, api_server.cluster.kubeconfig)
 
 
 class Running:

@@ -19,7 +19,7 @@ from tests.conftest import config
 from tests.harness import deploy
 from tests.kube_api import Cluster, StandIn, running, unschedulable
 from tests.kube_api.samples import BROKER, broker_pod, job
-from tests.provider_plugin import DIFF_NONE, DIFF_SOME, ProviderPlugin, grpc_error
+from tests.provider_plugin import DIFF_NONE, DIFF_SOME, ProviderPlugin, grpc_error, served
 
 GUARD = "pulumi-python:dynamic/minicluster:SchedulingGuard"
 SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")
@@ -34,10 +34,7 @@ def api(api_server: StandIn) -> Cluster:
 
 @pytest.fixture(scope="module")
 def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
-    env = {"KUBECONFIG": str(api_server.cluster.kubeconfig)}
-    process = ProviderPlugin(scheduling.SchedulingGuardProvider(), GUARD, env)
-    yield process
-    process.close()
+    yield from served(scheduling.SchedulingGuardProvider(), GUARD, api_server.cluster.kubeconfig)
 
 
 def inputs(plugin: ProviderPlugin, **overrides: Any) -> dict[str, Any]:
