@@ -108,6 +108,17 @@ CASES = [
          {"pod": {"affinity": NOT_IN_ZONE_A}, "resources": {"requests": {"cpu": "4"}}}),
     Case("quota-on-pods", FOUR, ["ResourceQuota compute allows 3 of pods in namespace default; other pods use 1, "
                                  "and 4 brokers need 4"], quotas=[quota({"pods": "3"}, {"pods": "1"})]),
+    Case("the-keeper-counts-against-the-quota", FOUR, ["ResourceQuota compute allows 5 of pods in namespace default; "
+                                                       "other pods use 1, and 4 brokers and the keeper need 5"],
+         {"keeper": {"enabled": True}}, quotas=[quota({"pods": "5"}, {"pods": "1"})]),
+    Case("the-same-quota-without-the-keeper", FOUR, [], quotas=[quota({"pods": "5"}, {"pods": "1"})]),
+    Case("the-keeper-takes-a-brokers-room", FOUR,
+         ["size 4 needs room for 4 pods; the cluster has 4 nodes; the 4 usable nodes have room for 3; "
+          "the keeper's pod takes the room of 1 broker"],
+         {"keeper": {"enabled": True}, "resources": {"requests": {"cpu": "8"}}}),
+    Case("the-keeper-fits-nowhere", FOUR,
+         ["the keeper's pod (requests cpu 10m, memory 32Mi) fits on none of the cluster's 4 nodes"],
+         {"keeper": {"enabled": True}}, pods=[pod_on(n["metadata"]["name"], "8") for n in FOUR]),
     Case("quota-on-cpu-needs-requests", FOUR,
          ["namespace default refuses even one broker pod: failed quota: compute: must specify requests.cpu "
           "(minicluster:resources sets the Flux container's requests and limits; each sidecar has its own)"],

@@ -112,8 +112,10 @@ def broker_pod(spec: MiniClusterSpec) -> dict[str, Any]:
 
 
 def shape(spec: MiniClusterSpec, pod: dict[str, Any], size: int | None = None) -> fit.Shape:
-    """`size` (default: the stack's) of `pod` (broker_pod's), as the scheduler is asked to place them."""
-    return fit.Shape(size or spec.size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name)
+    """`size` (default: the stack's) of `pod` (broker_pod's), as the scheduler is asked to place them,
+    with the keeper's pod beside them if it has one."""
+    kept = keeper.pod(spec)["spec"] if spec.keeper.enabled else None
+    return fit.Shape(size or spec.size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name, kept)
 
 
 def read(

@@ -1,5 +1,6 @@
 """Does a MiniCluster fit the cluster as it is? Pure logic over what flux_minicluster.cluster.admission read:
-the namespace's limits (namespace_limits.py) and the nodes' room (placement.py).
+the namespace's limits (namespace_limits.py) and the nodes' room (placement.py), for the brokers and,
+with keeper.enabled, the keeper's pod beside them.
 
 This MiniCluster's own pods are left out, so that a `pulumi up` of a MiniCluster that already runs
 does not count it twice. What it cannot see: inter-pod affinity other than onePodPerNode, topology

@@ -24,12 +24,17 @@ def problems(shape: Shape, cluster: Snapshot) -> list[str]:
         )
         return [f"namespace {shape.namespace} refuses even one broker pod: {cluster.refusal} ({fix})"]
     per_pod = quota_use(*pod_resources(cluster.admitted["spec"]))
+    keeper = quota_use(*pod_resources(shape.keeper)) if shape.keeper is not None else {}
     own_use = total(quota_use(*pod_resources(pod["spec"])) for pod in cluster.pods if own(shape, pod))
-    return [problem for quota in cluster.quotas for problem in _headroom(shape, quota, per_pod, own_use)]
+    return [problem for quota in cluster.quotas for problem in _headroom(shape, quota, per_pod, keeper, own_use)]
 
 
-def _headroom(shape: Shape, quota: Json, per_pod: Mapping[str, Decimal], own_use: Mapping[str, Decimal]) -> list[str]:
-    """`size` brokers against what the quota leaves: other pods' use, less this MiniCluster's own."""
+def _headroom(
+    shape: Shape, quota: Json, per_pod: Mapping[str, Decimal], keeper: Mapping[str, Decimal],
+    own_use: Mapping[str, Decimal],
+) -> list[str]:  # fmt: skip
+    """`size` brokers, and the keeper's pod if it has one, against what the quota leaves: other pods'
+    use, less this MiniCluster's own."""
     if quota.get("spec", {}).get("scopes") or quota.get("spec", {}).get("scopeSelector"):
         return []  # scoped quotas apply to some pods only: the dry run checked one pod against them
     name, used = quota["metadata"]["name"], quota.get("status", {}).get("used") or {}
@@ -39,12 +44,13 @@ def _headroom(shape: Shape, quota: Json, per_pod: Mapping[str, Decimal], own_use
         if counted not in per_pod:
             continue
         others = quantity(used.get(resource, 0)) - own_use.get(counted, Decimal(0))
-        need = per_pod[counted] * shape.size
+        need = per_pod[counted] * shape.size + keeper.get(counted, Decimal(0))
         if others + need > quantity(hard):
+            who = f"{shape.size} brokers and the keeper" if shape.keeper is not None else f"{shape.size} brokers"
             found.append(
                 f"ResourceQuota {name} allows {show(counted, quantity(hard))} of {counted} in namespace "
                 f"{shape.namespace}; other pods use {show(counted, max(others, Decimal(0)))}, and "
-                f"{shape.size} brokers need {show(counted, need)}"
+                f"{who} need {show(counted, need)}"
             )
     return found
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 
-from flux_minicluster.cluster.admission.quantities import Json, pod_amounts, quantity, show
+from flux_minicluster.cluster.admission.quantities import Json, pod_amounts, quantity, show, total
 from flux_minicluster.cluster.admission.shape import Shape, Snapshot, own
 
 PODS = "pods"
@@ -38,8 +38,11 @@ def problems(shape: Shape, cluster: Snapshot, requests: dict[str, Decimal], shar
     used, counts = _node_use(shape, cluster.pods)
     nodes = [_node(shape, node, requests, used, counts) for node in cluster.nodes]
     room = sum(node.room for node in nodes)
+    keeper_takes = _keeper_takes(shape, cluster.nodes, nodes, requests, used, counts)
+    found = [] if keeper_takes is not None else [_no_room_for_keeper(shape, len(cluster.nodes))]
+    room -= keeper_takes or 0
     if room >= shape.size:
-        return []
+        return found
     matching = [node for node in nodes if node.matches]
     need = f"{shape.size} nodes" if shape.one_pod_per_node else f"room for {shape.size} pods"
     parts = [f"size {shape.size}{' with onePodPerNode' if shape.one_pod_per_node else ''} needs {need}"]
@@ -56,6 +59,8 @@ def problems(shape: Shape, cluster: Snapshot, requests: dict[str, Decimal], shar
     else:
         nodes_have = "node has" if len(usable) == 1 else "nodes have"
         parts.append(f"the {len(usable)} usable {nodes_have} room for {room}")
+    if keeper_takes:
+        parts.append(f"the keeper's pod takes the room of {keeper_takes} broker{'s' if keeper_takes != 1 else ''}")
     full = Counter(node.short_of for node in usable if node.room == 0)
     if full:
         because = {"memory": " (for its /dev/shm: minicluster:sharedMemory)"} if from_shared else {}
@@ -63,7 +68,34 @@ def problems(shape: Shape, cluster: Snapshot, requests: dict[str, Decimal], shar
         each = ", ".join(amounts) or "nothing"
         detail = ", ".join(f"{'pod slots' if name == PODS else name} on {count}" for name, count in full.most_common())
         parts.append(f"each broker {'needs' if from_shared else 'requests'} {each}; no room for one: {detail}")
-    return ["; ".join(parts)]
+    return ["; ".join(parts), *found]
+
+
+def _keeper_takes(
+    shape: Shape, raw_nodes: list[Json], nodes: list[_Node], requests: dict[str, Decimal],
+    used: dict[str, dict[str, Decimal]], counts: Counter[str],
+) -> int | None:  # fmt: skip
+    """How many brokers' room the keeper's pod takes where it takes the least (0 without a keeper), or
+    None when it fits on no node: the scheduler places it beside the brokers, on any node its own
+    nodeSelector and tolerations allow."""
+    if shape.keeper is None:
+        return 0
+    asks = pod_amounts(shape.keeper, "requests")
+    taken_room = []
+    for raw, node in zip(raw_nodes, nodes, strict=True):
+        if not _selected(shape.keeper, raw) or _why_not(shape.keeper, raw):
+            continue
+        with_keeper = {**used, node.name: total([used.get(node.name, {}), asks])}
+        beside = counts + Counter({node.name: 1})
+        if _room(raw, asks, used, counts)[0] >= 1:
+            taken_room.append(node.room - _node(shape, raw, requests, with_keeper, beside).room)
+    return min(taken_room, default=None)
+
+
+def _no_room_for_keeper(shape: Shape, node_count: int) -> str:
+    asks = pod_amounts(shape.keeper or {}, "requests")
+    each = ", ".join(f"{name} {show(name, value)}" for name, value in sorted(asks.items())) or "nothing"
+    return f"the keeper's pod (requests {each}) fits on none of the cluster's {node_count} nodes"
 
 
 def _node_use(shape: Shape, pods: list[Json]) -> tuple[dict[str, dict[str, Decimal]], Counter[str]]:
@@ -82,17 +114,33 @@ def _node_use(shape: Shape, pods: list[Json]) -> tuple[dict[str, dict[str, Decim
 
 def _node(shape: Shape, node: Json, requests: dict[str, Decimal], used: dict[str, dict[str, Decimal]],
           counts: Counter[str]) -> _Node:  # fmt: skip
-    name, spec = node["metadata"]["name"], node.get("spec", {})
+    name = node["metadata"]["name"]
     matches = _selected(shape.pod_spec, node)
-    why_not = ""
-    if spec.get("unschedulable"):
-        why_not = "cordoned"
-    elif not _ready(node):
-        why_not = "not Ready"
-    elif not _tolerated(shape.pod_spec.get("tolerations") or [], spec.get("taints") or []):
-        why_not = "tainted where the pods have no toleration"
+    why_not = _why_not(shape.pod_spec, node)
     if not matches or why_not:
         return _Node(name, matches, False, why_not if matches else "", 0, "")
+    room, short = _room(node, requests, used, counts)
+    if shape.one_pod_per_node:
+        room = min(room, 1)
+    return _Node(name, True, True, "", room, short)
+
+
+def _why_not(pod_spec: Json, node: Json) -> str:
+    """Why no pod of this spec goes to the node: cordoned, not Ready or a taint; empty if none."""
+    spec = node.get("spec", {})
+    if spec.get("unschedulable"):
+        return "cordoned"
+    if not _ready(node):
+        return "not Ready"
+    if not _tolerated(pod_spec.get("tolerations") or [], spec.get("taints") or []):
+        return "tainted where the pods have no toleration"
+    return ""
+
+
+def _room(node: Json, requests: dict[str, Decimal], used: dict[str, dict[str, Decimal]],
+          counts: Counter[str]) -> tuple[int, str]:  # fmt: skip
+    """How many pods of `requests` the node has room for, and what runs out first ("pods": slots)."""
+    name = node["metadata"]["name"]
     allocatable = {k: quantity(v) for k, v in (node.get("status", {}).get("allocatable") or {}).items()}
     taken = used.get(name, {})
     room, short = int(allocatable.get(PODS, Decimal(110)) - counts[name]), PODS
@@ -101,10 +149,7 @@ def _node(shape: Shape, node: Json, requests: dict[str, Decimal], used: dict[str
             fits = int((allocatable.get(resource, Decimal(0)) - taken.get(resource, Decimal(0))) // need)
             if fits < room:
                 room, short = fits, resource
-    room = max(room, 0)
-    if shape.one_pod_per_node:
-        room = min(room, 1)
-    return _Node(name, True, True, "", room, short)
+    return max(room, 0), short
 
 
 def _ready(node: Json) -> bool:

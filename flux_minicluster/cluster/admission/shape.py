@@ -19,6 +19,9 @@ class Shape:
     namespace: str
     instance: str
     """The MiniCluster's name: its own pods carry it in app.kubernetes.io/instance."""
+    keeper: Json | None = None
+    """The keeper's pod spec (minicluster:keeper.enabled): one more pod of this MiniCluster's, placed
+    and counted against the quotas beside the brokers."""
 
 
 @dataclass(frozen=True)
