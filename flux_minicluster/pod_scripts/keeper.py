@@ -15,6 +15,7 @@ Kubernetes mounts them. Standard library only, for an image's older Python.
 """
 
 import json
+import math
 import os
 import sys
 import time
@@ -33,6 +34,9 @@ WATCH_SECONDS = 240
 RETRY_PAUSE = 2.0
 """Seconds before the list and watch are tried again after the API server failed them, and the least
 time between two tries to replace the same pod."""
+LONGEST_RETRY_PAUSE = 60.0
+"""A replacement the API server keeps refusing (a full quota, a webhook) is tried again after RETRY_PAUSE,
+then twice as long each time, up to this: without waiting for another event of the Job's pods."""
 ENDED = ("Succeeded", "Failed")
 JOB_ENDING = ("Complete", "Failed", "FailureTarget", "SuccessCriteriaMet")
 """A Job's conditions once it ends or is about to: it wants no new pod."""
@@ -145,8 +149,10 @@ class Keeper:
         self.rank0_while_stopping = rank0_while_stopping
         self.pods_path = f"/api/v1/namespaces/{api.namespace}/pods"
         self.selector = f"job-name={job}"
-        self.tried: dict[str, float] = {}
-        """When each lost pod was last tried, so that a refusal is not asked again at every event."""
+        self.next_try: dict[str, float] = {}
+        """When each lost pod may be tried again, so that a refusal is not asked again at every event."""
+        self.refused_pause: dict[str, float] = {}
+        """The pause before the next try of each lost pod whose replacement the API server refused."""
 
     def run(self) -> None:
         log(f"watching the pods of Job {self.job} in {self.api.namespace}")
@@ -155,42 +161,81 @@ class Keeper:
                 listed = self.api.request("GET", self.pods_path, labelSelector=self.selector)
                 pods = {pod["metadata"]["name"]: pod for pod in listed["items"]}
                 self.act(pods)
-                changes = self.api.watch(self.pods_path, WATCH_SECONDS, labelSelector=self.selector,
-                                         resourceVersion=listed["metadata"]["resourceVersion"])  # fmt: skip
-                for kind, pod in changes:
-                    if kind == "DELETED":
-                        pods.pop(pod["metadata"]["name"], None)
-                    else:
-                        pods[pod["metadata"]["name"]] = pod
-                    self.act(pods)
+                self.follow(pods, listed["metadata"]["resourceVersion"])
             except ApiError as failed:
                 log(f"the API server: {failed}; again in {RETRY_PAUSE} s")
                 time.sleep(RETRY_PAUSE)
 
+    def follow(self, pods: "dict[str, dict[str, Any]]", version: str) -> None:
+        """Keeps `pods` up to date from a watch and acts at each change, until the watch ends: after
+        WATCH_SECONDS, when a refused replacement is due again, or at once when a refusal comes earlier
+        than that (the fresh list that follows tries it again: no other event may come meanwhile)."""
+        due_before = self.next_retry()
+        changes = self.api.watch(self.pods_path, self.watch_seconds(), labelSelector=self.selector,
+                                 resourceVersion=version)  # fmt: skip
+        try:
+            for kind, pod in changes:
+                if kind == "DELETED":
+                    pods.pop(pod["metadata"]["name"], None)
+                else:
+                    pods[pod["metadata"]["name"]] = pod
+                self.act(pods)
+                due = self.next_retry()
+                if due is not None and (due_before is None or due < due_before):
+                    return
+        finally:
+            changes.close()
+
     def act(self, pods: "dict[str, dict[str, Any]]") -> None:
-        self.tried = {name: at for name, at in self.tried.items() if name in pods}
+        self.next_try = {name: at for name, at in self.next_try.items() if name in pods}
+        self.refused_pause = {name: pause for name, pause in self.refused_pause.items() if name in pods}
         for lost in to_replace(list(pods.values()), self.index_label, self.replaces, self.rank0_while_stopping):
             name = lost["metadata"]["name"]
-            if time.monotonic() - self.tried.get(name, -RETRY_PAUSE) < RETRY_PAUSE:
+            if time.monotonic() < self.next_try.get(name, 0.0):
                 continue
-            self.tried[name] = time.monotonic()
-            self.replace(lost)
+            refused = self.replace(lost)
+            pause = self.pause_after_refusal(name) if refused else RETRY_PAUSE
+            if refused:
+                self.refused_pause[name] = pause
+            else:
+                self.refused_pause.pop(name, None)
+            self.next_try[name] = time.monotonic() + pause
 
-    def replace(self, lost: "dict[str, Any]") -> None:
+    def pause_after_refusal(self, name: str) -> float:
+        return min(self.refused_pause.get(name, RETRY_PAUSE / 2) * 2, LONGEST_RETRY_PAUSE)
+
+    def next_retry(self) -> "float | None":
+        """When the first refused replacement is due to be tried again, if any is."""
+        due = [self.next_try[name] for name in self.refused_pause if name in self.next_try]
+        return min(due, default=None)
+
+    def watch_seconds(self) -> int:
+        """WATCH_SECONDS, or less, so that the watch ends (and a fresh list tries again) when the next
+        try of a refused replacement is due."""
+        due = self.next_retry()
+        if due is None:
+            return WATCH_SECONDS
+        return max(1, min(WATCH_SECONDS, math.ceil(due - time.monotonic())))
+
+    def replace(self, lost: "dict[str, Any]") -> bool:
+        """Replaces the lost pod, unless the Job wants no pod there. True: the API server refused it (or
+        failed), and it is to be tried again."""
         name, index = lost["metadata"]["name"], lost["metadata"]["labels"][self.index_label]
         try:
             job = self.api.job(self.job)
             why_not = why_no_pod(job, int(index))
             if why_not is not None:
                 log(f"{name} ({disruption(lost)}) is not replaced: {why_not}")
-                return
+                return False
             made = self.api.request("POST", self.pods_path, replacement(job, lost, self.index_label, self.replaces))
             phase = lost["status"].get("phase")
             log(f"{name} ({disruption(lost)}, {phase}) replaced by {made['metadata']['name']}")
+            return False
         except ApiError as failed:
             if failed.status == 409:  # made at an earlier try: the watch brings it
-                return
-            log(f"{name} could not be replaced: {failed}")
+                return False
+            log(f"{name} could not be replaced: {failed}; tried again in {self.pause_after_refusal(name):g} s")
+            return True
 
 
 def main() -> int:

@@ -157,3 +157,44 @@ def test_the_replacement_has_the_indexs_hostname_and_every_container_its_index()
 def test_the_jobs_template_is_left_as_it_was() -> None:
     replacement()
     assert JOB["spec"]["template"]["spec"]["containers"] == [{"name": "flux", "env": [{"name": "A", "value": "1"}]}]
+
+
+class RefusingApi:
+    """The API server as a full quota makes it: every replacement refused (403); the Job as JOB."""
+
+    namespace = "default"
+
+    def __init__(self) -> None:
+        self.posts = 0
+
+    def job(self, _name: str) -> dict[str, Any]:
+        return JOB
+
+    def request(self, method: str, _path: str, _body: Any = None, **_query: Any) -> dict[str, Any]:
+        assert method == "POST"
+        self.posts += 1
+        raise keeper.ApiError(403, 'pods "c-1" is forbidden: exceeded quota: pods')
+
+
+def test_a_refused_replacement_is_tried_again_after_a_pause_that_doubles_up_to_a_minute(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(keeper.time, "monotonic", lambda: clock[0])
+    api = RefusingApi()
+    kept = keeper.Keeper(api, "c", INDEX_LABEL, REPLACES, True)
+    pods = {"c-1-abcde": pod("c-1-abcde", 1, "Failed", condition=EVICTED)}
+    waits = []
+    for _ in range(7):
+        kept.act(pods)
+        waits.append(kept.watch_seconds())
+        kept.act(pods)  # an event before the pause is over asks nothing
+        clock[0] += waits[-1]
+    assert waits == [2, 4, 8, 16, 32, 60, 60]
+    assert api.posts == 7
+
+
+def test_without_a_refusal_the_watch_runs_its_whole_length() -> None:
+    kept = keeper.Keeper(RefusingApi(), "c", INDEX_LABEL, REPLACES, True)
+    kept.act({"c-0-abcde": pod("c-0-abcde", 0)})
+    assert kept.watch_seconds() == keeper.WATCH_SECONDS

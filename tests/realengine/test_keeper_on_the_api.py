@@ -150,3 +150,20 @@ def test_a_watch_sees_a_pods_change_after_the_listed_version(kept: Any) -> None:
     changes = api.watch(path, 5, labelSelector="job-name=kept", resourceVersion=listed["metadata"]["resourceVersion"])
     kind, pod = next((kind, pod) for kind, pod in changes if pod["metadata"]["name"] == lost.metadata.name)
     assert (kind, pod["status"]["phase"]) == ("MODIFIED", "Failed")  # the scheduler may touch the others
+
+
+def test_a_replacement_the_quota_refused_is_tried_again_with_no_other_event_of_the_jobs_pods(kept: Any) -> None:
+    core, namespace, log, _ = kept
+    core.create_namespaced_resource_quota(namespace, {"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "3"}}})
+
+    def counted(pods: int) -> None:  # the quota's use, as the resource quota controller reports it
+        status = {"hard": {"pods": "3"}, "used": {"pods": str(pods)}}
+        core.patch_namespaced_resource_quota_status("pods", namespace, {"status": status})
+
+    counted(3)
+    lost = of_index(core, namespace, 2)
+    end(core, namespace, lost, EVICTED)
+    wait_until(lambda: "exceeded quota" in log.read_text(), "the quota's refusal of the replacement", 30, poll=0.1)
+    counted(2)  # the lost pod no longer counted: a change to no pod of the Job's
+    new = replacement_of(core, namespace, lost)
+    assert new.metadata.labels[INDEX_LABEL] == "2"
