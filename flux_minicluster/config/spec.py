@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from flux_minicluster.config import paths, rules, sizing
 from flux_minicluster.config.autoscale import Autoscale
@@ -35,16 +35,16 @@ from flux_minicluster.config.types import (
     NetworkInterface,
     Port,
     Seconds,
+    SharedMemorySize,
     ShellLine,
     ShellWords,
     TbonTopology,
 )
-from flux_minicluster.config.volumes import StateVolume, Volume
+from flux_minicluster.config.volumes import StateVolume, Volumes
 
 MAX_INDEXED_COMPLETIONS = 100_000
 BROKER_CONTAINER = "flux-broker"
 RESERVED_CONTAINERS = {BROKER_CONTAINER, paths.FLUX_VIEW, paths.RESTFUL_API}
-RESERVED_VOLUMES = set(paths.OWN_VOLUMES)
 
 DEFAULT_GPU_RESOURCE = "nvidia.com/gpu"
 DEFAULT_SHARED_MEMORY = "1Gi"
@@ -151,7 +151,7 @@ class MiniClusterSpec(ContainerSettings):
     containers: list[Sidecar] = Field(default_factory=list)
     """Containers that run alongside the Flux container in every pod: native sidecars, started first and
     stopped when the Flux container exits."""
-    volumes: dict[str, Volume] = Field(default_factory=dict)
+    volumes: Volumes = Field(default_factory=dict)
     """Volumes by name (DNS-1123 label), mounted into the Flux container: PVCs, hostPath, ConfigMap,
     Secret or emptyDir."""
     pod: Pod = Field(default_factory=Pod)
@@ -193,7 +193,7 @@ class MiniClusterSpec(ContainerSettings):
     (non-root user, no privilege escalation, every capability dropped, the runtime's seccomp profile),
     so it runs in namespaces that enforce it. hostPath volumes are refused then. none: the pods run as
     the image says."""
-    shared_memory: str | None = DEFAULT_SHARED_MEMORY
+    shared_memory: SharedMemorySize = DEFAULT_SHARED_MEMORY
     """The size of the memory-backed /dev/shm of every broker pod (a tmpfs; what it holds counts against
     the pod's memory). MPI and many HPC codes fail or crawl on a container's default 64 MiB. Kubernetes
     caps it at the pod's memory limit; the admission check counts it as memory each pod needs at least.
@@ -206,28 +206,6 @@ class MiniClusterSpec(ContainerSettings):
     secret_keys: frozenset[str] = Field(default=frozenset(), exclude=True)
     """Not a config key: which config keys the stack marks secret (`pulumi config set --secret`), as
     load_spec found them. Their values reach the pods only through a Kubernetes Secret."""
-
-    @field_validator("shared_memory")
-    @classmethod
-    def _shared_memory_size(cls, value: str | None) -> str | None:
-        if value is None or value == "none":
-            return None
-        size = rules.quantities({"sharedMemory": value})["sharedMemory"]
-        if rules.quantity(size) <= 0:
-            raise ValueError(f"{size!r} is no room: give a size such as 1Gi, or none for the runtime's /dev/shm")
-        return size
-
-    @field_validator("volumes")
-    @classmethod
-    def _volume_names(cls, value: dict[str, Volume]) -> dict[str, Volume]:
-        for name in value:
-            rules.label(name, rules.DNS_1123_LABEL, f"a DNS-1123 label ({name!r})")
-            if name in RESERVED_VOLUMES:
-                raise ValueError(f"{name!r} is a volume name the MiniCluster uses itself")
-        mount_paths = [volume.path for volume in value.values()]
-        if len(set(mount_paths)) != len(mount_paths):
-            raise ValueError("two volumes share a mount path")
-        return value
 
     # -- derived values (the one place each is computed) ------------------------------------------
 

@@ -50,6 +50,15 @@ def _certificate(value: SecretStr) -> SecretStr:
     return value
 
 
+def _shared_memory(value: str | None) -> str | None:
+    if value is None or value == "none":
+        return None
+    size = rules.quantities({"sharedMemory": value})["sharedMemory"]
+    if rules.quantity(size) <= 0:
+        raise ValueError(f"{size!r} is no room: give a size such as 1Gi, or none for the runtime's /dev/shm")
+    return size
+
+
 def _broker_attributes(value: dict[str, Any]) -> dict[str, str]:
     for key, item in value.items():
         if not re.match(r"^[a-z][a-z0-9_.-]*$", key) or "\n" in rules.text(item):
@@ -83,6 +92,8 @@ Labels = Annotated[dict[str, str], AfterValidator(rules.labels)]
 ExtendedResourceName = Annotated[str, AfterValidator(rules.extended_resource_name)]
 """A device plugin's resource, such as nvidia.com/gpu."""
 Quantities = Annotated[dict[str, str | int | float], AfterValidator(rules.quantities)]
+SharedMemorySize = Annotated[str | None, AfterValidator(_shared_memory)]
+"""A quantity above zero, or none (None) for the container runtime's own /dev/shm."""
 ShellLine = Annotated[str, AfterValidator(_shell_line)]
 """A command, split into words like a shell line (no shell runs it)."""
 ShellWords = Annotated[str, AfterValidator(_words)]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import field_validator, model_validator
+from pydantic import AfterValidator, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
-from flux_minicluster.config import rules
+from flux_minicluster.config import paths, rules
 from flux_minicluster.config.settings import Model
 from flux_minicluster.config.types import AbsolutePath, FluxDuration, MountPath, Subdomain
 
@@ -56,6 +56,26 @@ class Volume(Model):
                 f"needs exactly one source of {choices} (it has {len(given)}: {', '.join(given) or 'none'})"
             )
         return self
+
+
+RESERVED_VOLUMES = set(paths.OWN_VOLUMES)
+"""Volume names the MiniCluster's own volumes have."""
+
+
+def _volume_names(value: dict[str, Volume]) -> dict[str, Volume]:
+    for name in value:
+        rules.label(name, rules.DNS_1123_LABEL, f"a DNS-1123 label ({name!r})")
+        if name in RESERVED_VOLUMES:
+            raise ValueError(f"{name!r} is a volume name the MiniCluster uses itself")
+    mount_paths = [volume.path for volume in value.values()]
+    if len(set(mount_paths)) != len(mount_paths):
+        raise ValueError("two volumes share a mount path")
+    return value
+
+
+Volumes = Annotated[dict[str, Volume], AfterValidator(_volume_names)]
+"""The user's volumes by name: each a DNS-1123 label none of the MiniCluster's own, each at a path of
+its own."""
 
 
 class StateVolume(Model):
