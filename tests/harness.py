@@ -6,6 +6,7 @@ Every call starts from a clean runtime: a new event loop, a new root stack, the 
 from __future__ import annotations
 
 import asyncio
+import gc
 import runpy
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,8 @@ class Deployment:
     """Resource name -> the resource options the engine was sent."""
     auto_names: dict[str, str] = field(default_factory=dict)
     """Resource name -> the name the provider gave the object it created (manifests without a name)."""
+    collector: tuple[bool, int] = (False, 0)
+    """After the program: whether the garbage collector was on, and how many objects it left frozen."""
 
     def live_name(self, resource_name: str) -> str:
         """The name of the Kubernetes object that the resource `resource_name` created."""
@@ -157,7 +160,11 @@ def deploy(
             lambda values: _collect(deployment, values)
         )
 
-    program()
+    try:
+        program()
+    finally:  # the program freezes what it declared for the rest of its process; this one runs it again
+        deployment.collector = (gc.isenabled(), gc.get_freeze_count())
+        gc.unfreeze()
     return deployment
 
 

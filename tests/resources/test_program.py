@@ -9,7 +9,7 @@ import hostlist
 import pytest
 
 from tests.conftest import IMAGE, config
-from tests.harness import KEYGEN_CERTIFICATE, Deployment, deploy
+from tests.harness import KEYGEN_CERTIFICATE, Deployment, deploy, deploy_rejected
 from tests.plain import is_secret, plain
 
 JOB = "kubernetes:batch/v1:Job"
@@ -205,6 +205,18 @@ def test_name_and_namespace_come_from_config_and_name_defaults_to_the_stack() ->
         },
         "annotations": {"pulumi.com/timeoutSeconds": "3600"},
     }
+
+
+def test_the_program_leaves_the_garbage_collector_on_with_what_it_declared_frozen_out_of_its_passes() -> None:
+    enabled, frozen = deploy(config()).collector
+    assert enabled
+    assert frozen > 10_000  # the imported modules' objects and the declared resources
+
+
+def test_a_refused_program_leaves_the_garbage_collector_on_too() -> None:
+    message, deployment = deploy_rejected(config(size=0))
+    assert "minicluster:size" in message
+    assert deployment.collector[0]
 
 
 def test_job_references_secret_config_maps_and_service_by_their_output_names() -> None:
