@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,14 @@ def no_real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
         patch.setenv("KUBECONFIG", str(tmp_path_factory.getbasetemp() / "no-kubeconfig"))
         patch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
         yield
+
+
+@pytest.fixture(autouse=True)
+def collected_after_each_test() -> Iterator[None]:
+    """The program and the cluster client freeze what they made out of the garbage collector's passes,
+    for the rest of their process (docs/benchmarks.md); a test process runs them again and again."""
+    yield
+    gc.unfreeze()
 
 
 @pytest.fixture

@@ -4,6 +4,7 @@ the API server no longer keeps lists the pods again instead of failing."""
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -72,3 +73,15 @@ def test_a_watch_error_is_the_clients_exception_with_its_code(kube_api: Cluster)
         list(api_calls.watch(kube.api_client(None), api_calls.pods("default"), {"resourceVersion": "1"}, 5))
     assert raised.value.status == 410
     assert "too old resource version: 1" in str(raised.value.reason)
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["collector-on", "collector-off"])
+def test_the_client_is_frozen_out_of_the_garbage_collectors_passes_and_leaves_it_as_it_was(
+    kube_api: Cluster, enabled: bool
+) -> None:
+    (gc.enable if enabled else gc.disable)()
+    try:
+        kube.api_client(None)
+        assert (gc.isenabled(), gc.get_freeze_count() > 0) == (enabled, True)
+    finally:
+        gc.enable()
