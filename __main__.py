@@ -1,13 +1,8 @@
 """Pulumi entry point: read the stack config, declare one MiniCluster, export its outputs."""
 
-import gc
+from flux_minicluster.lifelong import lifelong
 
-# What the program imports and declares lives until its process exits, so the cyclic garbage collector
-# would only walk it: twice while the imports run and once more at the interpreter's exit, about 0.4 s
-# of each `pulumi up` (docs/benchmarks.md). It is off while the program is declared; then what the
-# program made is frozen out of its passes, and what the run makes later is collected as usual.
-gc.disable()
-try:
+with lifelong():  # all the program imports and declares lives until its process ends
     import pulumi
 
     from flux_minicluster.resources.minicluster import MiniCluster, MiniClusterArgs
@@ -20,6 +15,3 @@ try:
     for key, value in cluster.outputs().items():
         if value is not None:
             pulumi.export(key, value)
-finally:
-    gc.freeze()
-    gc.enable()

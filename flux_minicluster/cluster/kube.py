@@ -8,15 +8,14 @@ Only the first is "cannot reach the cluster".
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+
+from flux_minicluster.lifelong import lifelong
 
 REQUEST_TIMEOUT = (10.0, 60.0)
 """(connect, read) seconds for one API request: a hung API server fails a step instead of blocking it."""
@@ -91,24 +90,8 @@ def describe(
 def api_client(context: str | None) -> Any:
     """A client for `context` of the kubeconfig (KUBECONFIG or ~/.kube/config; None: its current context),
     or for the pod's service account when there is no kubeconfig and this runs inside a cluster."""
-    with _kept_to_the_end():
+    with lifelong():  # the client's import and configuration: a provider process keeps them to its end
         return _api_client(context)
-
-
-@contextmanager
-def _kept_to_the_end() -> Iterator[None]:
-    """The client's import and configuration live as long as the process (a provider's, the program's):
-    the cyclic garbage collector stays off while they are made, then they are frozen out of its passes.
-    Otherwise it walks them at each full collection and once more at the process's exit, which the CLI
-    waits for at the end of each `pulumi up` (docs/benchmarks.md). It leaves the collector as it was."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
 
 
 def _api_client(context: str | None) -> Any:
