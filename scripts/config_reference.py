@@ -21,6 +21,7 @@ from pydantic_core import PydanticUndefined
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from flux_minicluster.config.field_docs import field_doc  # noqa: E402
 from flux_minicluster.config.loader import config_keys, nested_model  # noqa: E402
 from flux_minicluster.config.project import NAMESPACE  # noqa: E402
 from flux_minicluster.config.spec import MiniClusterSpec  # noqa: E402
@@ -74,7 +75,7 @@ def rows(model: type[BaseModel], prefix: str) -> list[str]:
     lines = []
     for key, name in ordered_keys(model):
         field = model.model_fields[name]
-        meaning = " ".join((field.description or "").split()).replace("|", "\\|")
+        meaning = field_doc(model, name).replace("|", "\\|")
         default = default_text(model, name, field)
         lines.append(f"| `{prefix}{key}` | {type_name(field.annotation)} | {default} | {meaning} |")
         nested, suffix = nested_model(field.annotation)

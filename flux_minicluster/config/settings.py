@@ -20,10 +20,8 @@ EnvValue = str | int | float | bool
 
 
 class Model(BaseModel):
-    # Field docstrings become descriptions: the README's configuration reference is generated from them.
-    model_config = ConfigDict(
-        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, use_attribute_docstrings=True
-    )
+    # Field docstrings are the keys' meanings: config/field_docs.py reads them for the README's reference.
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True)
 
 
 class Hooks(Model):

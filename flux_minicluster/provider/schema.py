@@ -17,6 +17,7 @@ from typing import Any
 from pydantic import BaseModel, SecretStr
 from pydantic.fields import FieldInfo
 
+from flux_minicluster.config.field_docs import field_doc
 from flux_minicluster.config.loader import config_keys
 from flux_minicluster.config.outputs import COMPONENT, OUTPUTS
 from flux_minicluster.config.project import NAMESPACE
@@ -72,14 +73,14 @@ def _properties(model: type[BaseModel], types_: dict[str, Spec]) -> tuple[dict[s
     properties, required = {}, []
     for key, name in config_keys(model).items():
         field = model.model_fields[name]
-        properties[key] = _property(key, field, types_)
+        properties[key] = _property(key, field, field_doc(model, name), types_)
         if field.is_required():
             required.append(key)
     return properties, required
 
 
-def _property(key: str, field: FieldInfo, types_: dict[str, Spec]) -> Spec:
-    spec = {**_type(key, field.annotation, types_), "description": " ".join((field.description or "").split())}
+def _property(key: str, field: FieldInfo, meaning: str, types_: dict[str, Spec]) -> Spec:
+    spec = {**_type(key, field.annotation, types_), "description": meaning}
     default = None if field.is_required() else field.get_default(call_default_factory=True)
     if isinstance(default, str | bool | int | float) and not isinstance(default, SecretStr):
         spec["default"] = default
