@@ -19,6 +19,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # its module is beside it
@@ -144,9 +145,10 @@ class Keeper:
     """Follows the Job's pods (a list, then a watch from it, made anew when it ends) and replaces what
     to_replace finds, after a look at the Job (why_no_pod)."""
 
-    def __init__(self, api: ClusterApi, job: str, index_label: str, replaces: str, rank0_while_stopping: bool):
+    def __init__(self, api: ClusterApi, job: str, index_label: str, replaces: str, rank0_while_stopping: bool,
+                 clock: "Callable[[], float]" = time.monotonic):  # fmt: skip
         self.api, self.job, self.index_label, self.replaces = api, job, index_label, replaces
-        self.rank0_while_stopping = rank0_while_stopping
+        self.rank0_while_stopping, self.clock = rank0_while_stopping, clock
         self.pods_path = f"/api/v1/namespaces/{api.namespace}/pods"
         self.selector = f"job-name={job}"
         self.next_try: dict[str, float] = {}
@@ -191,7 +193,7 @@ class Keeper:
         self.refused_pause = {name: pause for name, pause in self.refused_pause.items() if name in pods}
         for lost in to_replace(list(pods.values()), self.index_label, self.replaces, self.rank0_while_stopping):
             name = lost["metadata"]["name"]
-            if time.monotonic() < self.next_try.get(name, 0.0):
+            if self.clock() < self.next_try.get(name, 0.0):
                 continue
             refused = self.replace(lost)
             pause = self.pause_after_refusal(name) if refused else RETRY_PAUSE
@@ -199,7 +201,7 @@ class Keeper:
                 self.refused_pause[name] = pause
             else:
                 self.refused_pause.pop(name, None)
-            self.next_try[name] = time.monotonic() + pause
+            self.next_try[name] = self.clock() + pause
 
     def pause_after_refusal(self, name: str) -> float:
         return min(self.refused_pause.get(name, RETRY_PAUSE / 2) * 2, LONGEST_RETRY_PAUSE)
@@ -215,7 +217,7 @@ class Keeper:
         due = self.next_retry()
         if due is None:
             return WATCH_SECONDS
-        return max(1, min(WATCH_SECONDS, math.ceil(due - time.monotonic())))
+        return max(1, min(WATCH_SECONDS, math.ceil(due - self.clock())))
 
     def replace(self, lost: "dict[str, Any]") -> bool:
         """Replaces the lost pod, unless the Job wants no pod there. True: the API server refused it (or

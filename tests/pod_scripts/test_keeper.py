@@ -176,13 +176,10 @@ class RefusingApi:
         raise keeper.ApiError(403, 'pods "c-1" is forbidden: exceeded quota: pods')
 
 
-def test_a_refused_replacement_is_tried_again_after_a_pause_that_doubles_up_to_a_minute(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_refused_replacement_is_tried_again_after_a_pause_that_doubles_up_to_a_minute() -> None:
     clock = [1000.0]
-    monkeypatch.setattr(keeper.time, "monotonic", lambda: clock[0])
     api = RefusingApi()
-    kept = keeper.Keeper(api, "c", INDEX_LABEL, REPLACES, True)
+    kept = keeper.Keeper(api, "c", INDEX_LABEL, REPLACES, True, clock=lambda: clock[0])
     pods = {"c-1-abcde": pod("c-1-abcde", 1, "Failed", condition=EVICTED)}
     waits = []
     for _ in range(7):
