@@ -196,15 +196,14 @@ class Keeper:
             if self.clock() < self.next_try.get(name, 0.0):
                 continue
             refused = self.replace(lost)
-            pause = self.pause_after_refusal(name) if refused else RETRY_PAUSE
-            if refused:
-                self.refused_pause[name] = pause
-            else:
+            if refused is None:
                 self.refused_pause.pop(name, None)
+                pause = RETRY_PAUSE
+            else:
+                pause = min(self.refused_pause.get(name, RETRY_PAUSE / 2) * 2, LONGEST_RETRY_PAUSE)
+                self.refused_pause[name] = pause
+                log(f"{name} could not be replaced: {refused}; tried again in {pause:g} s")
             self.next_try[name] = self.clock() + pause
-
-    def pause_after_refusal(self, name: str) -> float:
-        return min(self.refused_pause.get(name, RETRY_PAUSE / 2) * 2, LONGEST_RETRY_PAUSE)
 
     def next_retry(self) -> "float | None":
         """When the first refused replacement is due to be tried again, if any is."""
@@ -219,25 +218,22 @@ class Keeper:
             return WATCH_SECONDS
         return max(1, min(WATCH_SECONDS, math.ceil(due - self.clock())))
 
-    def replace(self, lost: "dict[str, Any]") -> bool:
-        """Replaces the lost pod, unless the Job wants no pod there. True: the API server refused it (or
-        failed), and it is to be tried again."""
+    def replace(self, lost: "dict[str, Any]") -> "ApiError | None":
+        """Replaces the lost pod, unless the Job wants no pod there. The API server's refusal (or failure)
+        when it did not, for act to try again; None otherwise."""
         name, index = lost["metadata"]["name"], lost["metadata"]["labels"][self.index_label]
         try:
             job = self.api.job(self.job)
             why_not = why_no_pod(job, int(index))
             if why_not is not None:
                 log(f"{name} ({disruption(lost)}) is not replaced: {why_not}")
-                return False
+                return None
             made = self.api.request("POST", self.pods_path, replacement(job, lost, self.index_label, self.replaces))
             phase = lost["status"].get("phase")
             log(f"{name} ({disruption(lost)}, {phase}) replaced by {made['metadata']['name']}")
-            return False
+            return None
         except ApiError as failed:
-            if failed.status == 409:  # made at an earlier try: the watch brings it
-                return False
-            log(f"{name} could not be replaced: {failed}; tried again in {self.pause_after_refusal(name):g} s")
-            return True
+            return None if failed.status == 409 else failed  # 409: made at an earlier try, the watch brings it
 
 
 def main() -> int:
