@@ -5,6 +5,7 @@ again for each request (Kubernetes rotates it in place).
 Standard library only, annotations as strings: an image's Python may be older than the project's.
 """
 
+import contextlib
 import datetime
 import json
 import os
@@ -46,13 +47,8 @@ class ClusterApi:
             data = json.dumps(body).encode()
             headers["Content-Type"] = MERGE_PATCH if method == "PATCH" else "application/json"
         asked = urllib.request.Request(url, data=data, headers=headers, method=method)
-        try:
-            with urllib.request.urlopen(asked, timeout=TIMEOUT, context=self.tls) as answer:
-                return json.loads(answer.read() or b"null")
-        except urllib.error.HTTPError as refused:
-            raise ApiError(refused.code, _message(refused.read())) from None
-        except (OSError, ValueError) as failed:  # refused, reset, timed out, unreadable
-            raise ApiError(None, str(getattr(failed, "reason", failed))) from None
+        with self._opened(asked, TIMEOUT) as answer:
+            return json.loads(answer.read() or b"null")
 
     def watch(self, path: str, seconds: int, **query: str) -> "Iterator[tuple[str, dict[str, Any]]]":
         """The changes to the objects at `path` (a list's path; `query` picks from it, with the list's
@@ -60,15 +56,21 @@ class ClusterApi:
         says the version is too old (410 Gone: list again). Any other error it sends is an ApiError."""
         url = self._url(path, {**query, "watch": "1", "timeoutSeconds": str(seconds)})
         asked = urllib.request.Request(url, headers=self._headers())
+        with self._opened(asked, seconds + TIMEOUT) as stream:
+            for line in stream:
+                event = json.loads(line)
+                if event["type"] == "ERROR":  # its object is a Status
+                    if event["object"].get("code") == 410:
+                        return
+                    raise ApiError(event["object"].get("code"), str(event["object"].get("message")))
+                yield event["type"], event["object"]
+
+    @contextlib.contextmanager
+    def _opened(self, asked: urllib.request.Request, timeout: float) -> "Iterator[Any]":
+        """The answer to `asked`, read inside; whatever fails on the way, answer or reading, as an ApiError."""
         try:
-            with urllib.request.urlopen(asked, timeout=seconds + TIMEOUT, context=self.tls) as stream:
-                for line in stream:
-                    event = json.loads(line)
-                    if event["type"] == "ERROR":  # its object is a Status
-                        if event["object"].get("code") == 410:
-                            return
-                        raise ApiError(event["object"].get("code"), str(event["object"].get("message")))
-                    yield event["type"], event["object"]
+            with urllib.request.urlopen(asked, timeout=timeout, context=self.tls) as answer:
+                yield answer
         except urllib.error.HTTPError as refused:
             raise ApiError(refused.code, _message(refused.read())) from None
         except (OSError, ValueError) as failed:  # refused, reset, timed out, unreadable
