@@ -53,10 +53,11 @@ LOG_SINK = "/proc/1/fd/2"
 """Rank 0's log, for a script run through the exec API (resize.sh): the stderr of the container's
 first process, the entrypoint."""
 
-KEYGEN_DIR = "/var/run/minicluster-keygen"
-"""In the keygen pod: a memory-backed emptyDir where `flux keygen` writes the certificate, which
-`pulumi up` reads through the exec API (never the pod's log)."""
-KEYGEN_CERT = f"{KEYGEN_DIR}/curve.cert"
+KEYGEN_CERT = "/dev/shm/minicluster-curve.cert"
+"""In the keygen pod: where `flux keygen` writes the certificate, which `pulumi up` reads through the
+exec API (never the pod's log). /dev/shm is the memory-backed tmpfs every container runtime gives a
+pod, so the pod needs no volume: the kubelet's volume manager, which loops every 100 ms, holds a pod
+that has one about 0.3 s before its sandbox starts, and the Job waits for this pod."""
 READ_CERTIFICATE = 'while [ ! -s "$1" ]; do sleep 0.1; done; cat "$1"'
 """Run (sh -c) through the exec API in the keygen container: the certificate ($1), as soon as it is written."""
 

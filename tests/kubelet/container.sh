@@ -6,7 +6,7 @@
 #     one rename at each change: network.py);
 #   - the volumes, mounted where the pod spec mounts them (read-only where it says so), over overlays
 #     of the host's top-level directories, so that no mount point is ever made on the host;
-#   - a /tmp of its own;
+#   - a /tmp of its own, and a /dev/shm of its own in memory (a runtime gives each pod one);
 #   - the user, group and supplementary groups the pod runs as, without privileges, where it says so,
 #     and no passwd or group entry for them (as in an image that does not know the pod's user);
 # With --gate FILE, it waits there, ready, until the kubelet releases FILE's lock: the containers of a
@@ -56,6 +56,9 @@ mkdir -p /etc/.cluster-dns
 mount --bind "$dns" /etc/.cluster-dns
 mount -o remount,bind,ro /etc/.cluster-dns
 ln -sfn /etc/.cluster-dns/hosts /etc/hosts
+# The runtime's /dev/shm (64 MiB, in memory, writable by every user), before the volumes: one of the pod's
+# mounted there covers it. A runtime's is the pod's, shared by its containers; here each has its own.
+mount -t tmpfs -o nosuid,nodev,noexec,mode=1777,size=64m shm /dev/shm
 
 for ((i = 0; i < ${#mounts[@]}; i += 3)); do
   source=${mounts[i]} target=${mounts[i + 1]} mode=${mounts[i + 2]}
