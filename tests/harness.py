@@ -125,6 +125,8 @@ class RecordingMonitor(mocks.MockMonitor):
             "deleteBeforeReplace": request.deleteBeforeReplace,
             "dependencies": list(request.dependencies),
             "replaceWith": list(request.replace_with),
+            "additionalSecretOutputs": list(request.additionalSecretOutputs),
+            "version": request.version,
         }
         return response
 

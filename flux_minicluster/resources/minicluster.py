@@ -16,13 +16,10 @@ creating them: the Scale resource owns them, so a resize is an update of the Sca
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from flux_minicluster.builders import admission_policy, autoscaling, keeper, manifests, monitoring
 from flux_minicluster.builders.names import INDEX_LABEL, labels
@@ -32,6 +29,7 @@ from flux_minicluster.config.outputs import COMPONENT, OUTPUTS
 from flux_minicluster.config.spec import MiniClusterSpec
 from flux_minicluster.resources.deletion import JobDeletion, identity
 from flux_minicluster.resources.keygen import CurveCertificate, LocalCurveCertificate
+from flux_minicluster.resources.kube_object import KubernetesObject
 from flux_minicluster.resources.scale import Scale
 from flux_minicluster.resources.scheduling import SchedulingGuard, revision
 
@@ -39,16 +37,11 @@ from flux_minicluster.resources.scheduling import SchedulingGuard, revision
 JOB_IMMUTABLE_FIELDS = ["spec.completionMode", "spec.successPolicy", "spec.podFailurePolicy"]
 # An elastic Job's size, which pulumi-kubernetes would otherwise replace the Job for: the Scale owns it.
 JOB_SIZE_FIELDS = ["spec.parallelism", "spec.completions"]
-ACCESS_KINDS: dict[str, tuple[str, Callable[[], Any]]] = {
-    "ServiceAccount": ("service-account", lambda: k8s.core.v1.ServiceAccount),
-    "Role": ("role", lambda: k8s.rbac.v1.Role),
-    "RoleBinding": ("role-binding", lambda: k8s.rbac.v1.RoleBinding),
-    "ValidatingAdmissionPolicy": ("admission-policy", lambda: k8s.admissionregistration.v1.ValidatingAdmissionPolicy),
-    "ValidatingAdmissionPolicyBinding": (
-        "admission-binding", lambda: k8s.admissionregistration.v1.ValidatingAdmissionPolicyBinding
-    ),
+ACCESS_KINDS = {
+    "ServiceAccount": "service-account", "Role": "role", "RoleBinding": "role-binding",
+    "ValidatingAdmissionPolicy": "admission-policy", "ValidatingAdmissionPolicyBinding": "admission-binding",
 }  # fmt: skip
-"""The API access objects' kinds: the resource name's suffix, and the SDK class, looked up when used."""
+"""The API access objects' kinds: the resource name's suffix for each."""
 
 
 @dataclass(frozen=True)
@@ -70,31 +63,29 @@ class MiniCluster(pulumi.ComponentResource):
         super().__init__(COMPONENT, name, None, opts)
         spec = args.spec
         cert = self._curve_certificate(name, args)
-        curve_secret = self._content(
-            k8s.core.v1.Secret, f"{name}-curve", manifests.curve_secret(spec, cert.certificate)
-        )
+        curve_secret = self._content(f"{name}-curve", manifests.curve_secret(spec, cert.certificate))
         config_secret_name = self._config_secret(name, spec)
-        broker_config = self._content(k8s.core.v1.ConfigMap, f"{name}-broker-config", manifests.broker_config_map(spec))
-        entrypoint = self._content(k8s.core.v1.ConfigMap, f"{name}-entrypoint", manifests.entrypoint_config_map(spec))
+        broker_config = self._content(f"{name}-broker-config", manifests.broker_config_map(spec))
+        entrypoint = self._content(f"{name}-entrypoint", manifests.entrypoint_config_map(spec))
         scale_config = self._content(
-            k8s.core.v1.ConfigMap, f"{name}-scale", manifests.scale_config_map(spec),
-            ignore_changes=["data"] if spec.elastic else [],
-        )  # fmt: skip
-        service = self._named(k8s.core.v1.Service, f"{name}-service", manifests.headless_service(spec))
+            f"{name}-scale", manifests.scale_config_map(spec), ignore_changes=["data"] if spec.elastic else []
+        )
+        service = self._named(f"{name}-service", manifests.headless_service(spec))
         self._service_monitor(name, spec, service)
         if spec.restful_api.enabled:
-            api = self._named(k8s.core.v1.Service, f"{name}-api", manifests.restful_api_service(spec))
-            self.api_service_name: pulumi.Output[str] | None = api.metadata.name
+            self.api_service_name: pulumi.Output[str] | None = self._named(
+                f"{name}-api", manifests.restful_api_service(spec)
+            ).name
         else:
             self.api_service_name = None
         pod_group_name = self._pod_group(name, spec)
         job_manifest = manifests.job(
             spec,
-            service_name=service.metadata.name,
-            curve_secret_name=curve_secret.metadata.name,
-            broker_config_name=broker_config.metadata.name,
-            entrypoint_name=entrypoint.metadata.name,
-            scale_config_name=scale_config.metadata.name,
+            service_name=service.name,
+            curve_secret_name=curve_secret.name,
+            broker_config_name=broker_config.name,
+            entrypoint_name=entrypoint.name,
+            scale_config_name=scale_config.name,
             config_secret_name=config_secret_name,
             pod_group_name=pod_group_name,
         )
@@ -105,26 +96,26 @@ class MiniCluster(pulumi.ComponentResource):
         # it is replaced with it; a dependsOn edge alone is not enough (the JobDeletion would wait for a
         # Job that nothing deletes).
         job = self._named(
-            k8s.batch.v1.Job, f"{name}-job", job_manifest, replace_on_changes=JOB_IMMUTABLE_FIELDS,
-            ignore_changes=ignore, depends_on=deleted_first + self._api_access(name, spec, scale_config.metadata.name),
+            f"{name}-job", job_manifest, replace_on_changes=JOB_IMMUTABLE_FIELDS,
+            ignore_changes=ignore, depends_on=deleted_first + self._api_access(name, spec, scale_config.name),
             replace_with=deleted_first or None,
         )  # fmt: skip
         if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
             self._scheduling_guard(name, args, job_manifest)
         if spec.elastic:
-            self._scale(name, args, job, scale_config.metadata.name)
+            self._scale(name, args, job, scale_config.name)
         self._keeper(name, spec, job)
 
         self.cluster_name = pulumi.Output.from_input(spec.name)
-        self.namespace = job.metadata.namespace
+        self.namespace = job.namespace
         self.size = pulumi.Output.from_input(spec.size)
-        self.service_name = service.metadata.name
-        self.job_name = job.metadata.name
+        self.service_name = service.name
+        self.job_name = job.name
         self.rank0_hostname = pulumi.Output.from_input(spec.rank0_host)
         self.public_key = cert.publicKey
         self.logs_command = pulumi.Output.concat(
-            "kubectl logs -f -n ", job.metadata.namespace, " -c ", manifests.BROKER_CONTAINER,
-            " -l job-name=", job.metadata.name, f",{INDEX_LABEL}=0",
+            "kubectl logs -f -n ", job.namespace, " -c ", manifests.BROKER_CONTAINER,
+            " -l job-name=", job.name, f",{INDEX_LABEL}=0",
         )  # fmt: skip
         self.register_outputs(self.outputs())
 
@@ -144,9 +135,7 @@ class MiniCluster(pulumi.ComponentResource):
         if manifest is None:
             return None
         secret_data = pulumi.Output.secret(manifest["stringData"])
-        secret = self._content(k8s.core.v1.Secret, f"{name}-config-secret", {**manifest, "stringData": secret_data})
-        name_output: pulumi.Output[str] = secret.metadata.name
-        return name_output
+        return self._content(f"{name}-config-secret", {**manifest, "stringData": secret_data}).name
 
     def _pod_group(self, name: str, spec: MiniClusterSpec) -> pulumi.Output[str] | None:
         """The gang's PodGroup, before the Job: its scheduler holds every pod until all of them fit. A
@@ -154,25 +143,15 @@ class MiniCluster(pulumi.ComponentResource):
         manifest = manifests.pod_group(spec)
         if manifest is None:
             return None
-        group = k8s.apiextensions.CustomResource(
-            f"{name}-pod-group", api_version=manifest["apiVersion"], kind=manifest["kind"],
-            metadata=manifest["metadata"], spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self, delete_before_replace=True),
-        )  # fmt: skip
-        # Its name is known up front; taken through the resource, so that the Job follows it in the graph.
-        known: str = manifest["metadata"]["name"]
-        return group.id.apply(lambda _: known)
+        # Named up front; taken through the resource, so that the Job follows it in the graph.
+        return self._named(f"{name}-pod-group", manifest).name
 
     def _service_monitor(self, name: str, spec: MiniClusterSpec, service: pulumi.Resource) -> None:
         """The Prometheus Operator's ServiceMonitor (metrics.serviceMonitor), after the Service it selects."""
         manifest = monitoring.service_monitor(spec)
         if manifest is None:
             return
-        k8s.apiextensions.CustomResource(
-            f"{name}-service-monitor", api_version=manifest["apiVersion"], kind=manifest["kind"],
-            metadata=manifest["metadata"], spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(parent=self, depends_on=[service]),
-        )  # fmt: skip
+        KubernetesObject(f"{name}-service-monitor", manifest, pulumi.ResourceOptions(parent=self, depends_on=[service]))
 
     def _api_access(self, name: str, spec: MiniClusterSpec, scale_config: pulumi.Output[str]) -> list[pulumi.Resource]:
         """The autoscaler's ServiceAccount, Role and RoleBinding, and the bounds of its patches, before the
@@ -181,10 +160,8 @@ class MiniCluster(pulumi.ComponentResource):
         return self._access(f"{name}-autoscaler", found)
 
     def _access(self, prefix: str, found: list[manifests.Manifest], **options: Any) -> list[pulumi.Resource]:
-        """API access objects, each named <prefix>-<its kind>. Their SDK modules are imported only when
-        there is one (26 ms of a run that has none)."""
-        return [self._named(ACCESS_KINDS[m["kind"]][1](), f"{prefix}-{ACCESS_KINDS[m['kind']][0]}", m, **options)
-                for m in found]  # fmt: skip
+        """API access objects, each named <prefix>-<its kind>."""
+        return [self._named(f"{prefix}-{ACCESS_KINDS[m['kind']]}", m, **options) for m in found]
 
     def _keeper(self, name: str, spec: MiniClusterSpec, job: pulumi.Resource) -> None:
         """keeper.enabled: its scripts, account and Deployment, after the Job it keeps (and deleted before
@@ -192,10 +169,9 @@ class MiniCluster(pulumi.ComponentResource):
         scripts = keeper.scripts_config_map(spec)
         if scripts is None:
             return
-        config_map = self._content(k8s.core.v1.ConfigMap, f"{name}-keeper-scripts", scripts)
+        config_map = self._content(f"{name}-keeper-scripts", scripts)
         access = self._access(f"{name}-keeper", keeper.access(spec), depends_on=[job])
-        deployment = keeper.deployment(spec, config_map.metadata.name)
-        self._named(k8s.apps.v1.Deployment, f"{name}-keeper", deployment, depends_on=[job, *access])
+        self._named(f"{name}-keeper", keeper.deployment(spec, config_map.name), depends_on=[job, *access])
 
     def _scheduling_guard(self, name: str, args: MiniClusterArgs, job_manifest: manifests.Manifest) -> SchedulingGuard:
         """Beside the Job, not after it: it must act while the provider still awaits the Job. It waits
@@ -232,7 +208,7 @@ class MiniCluster(pulumi.ComponentResource):
         waits for the queue to admit it, within jobTimeout."""
         spec = args.spec
         inputs = {
-            "namespace": spec.namespace, "job": job.metadata.name, "jobUid": job.metadata.uid,
+            "namespace": spec.namespace, "job": job.name, "jobUid": job.uid,
             "scaleConfig": scale_config, "selector": labels(spec, "broker"), "size": spec.size,
             "minSize": spec.min_size, "maxSize": spec.largest_size, "shrinkPolicy": spec.shrink_policy,
             "shrinkTimeout": spec.shrink_timeout, "jobTimeout": spec.job_timeout,
@@ -249,26 +225,19 @@ class MiniCluster(pulumi.ComponentResource):
             return LocalCurveCertificate(f"{name}-curve-certificate", spec, opts, packaged=args.packaged)
         return CurveCertificate(f"{name}-curve-certificate", spec, args.kube_context, opts, packaged=args.packaged)
 
-    def _named(self, kind: Any, resource_name: str, manifest: manifests.Manifest, **options: Any) -> Any:
+    def _named(self, resource_name: str, manifest: manifests.Manifest, **options: Any) -> KubernetesObject:
         """The Job and the Service keep their names: hostnames and DNS records derive from them. A
         replacement must then delete first, or the create hits AlreadyExists."""
         opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True, **options)
-        return kind(resource_name, **_fields(manifest), opts=opts)
+        return KubernetesObject(resource_name, manifest, opts)
 
-    def _content(self, kind: Any, resource_name: str, manifest: manifests.Manifest, **options: Any) -> Any:
+    def _content(self, resource_name: str, manifest: manifests.Manifest, **options: Any) -> KubernetesObject:
         """Secrets and ConfigMaps are auto-named (<resource name>-<suffix>): a content change replaces
         the object under a new name, the new name flows into the Job's pod template, and so the Job is
         replaced too, instead of running brokers with a stale config or keypair."""
         metadata = {key: value for key, value in manifest["metadata"].items() if key != "name"}
-        return kind(
-            resource_name,
-            **_fields({**manifest, "metadata": metadata}),
-            opts=pulumi.ResourceOptions(parent=self, **options),
-        )
-
-
-def _fields(manifest: manifests.Manifest) -> dict[str, Any]:
-    return {_snake(key): value for key, value in manifest.items() if key not in ("apiVersion", "kind")}
+        opts = pulumi.ResourceOptions(parent=self, **options)
+        return KubernetesObject(resource_name, {**manifest, "metadata": metadata}, opts)
 
 
 class _Certificate(Protocol):
@@ -284,7 +253,3 @@ class _ProvidedCertificate:
         provided = parse(spec.curve_certificate.get_secret_value())
         self.certificate: pulumi.Output[str] = pulumi.Output.secret(provided.text())
         self.publicKey: pulumi.Output[str] = pulumi.Output.from_input(provided.public_key)
-
-
-def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
