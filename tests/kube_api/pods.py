@@ -15,6 +15,7 @@ from typing import Any
 from tests import admission_plugins, pod_security_standard
 from tests.kube_api.answers import Answers
 from tests.kube_api.cluster import Json, decode_problem
+from tests.kube_api.rbac import watch_asked
 
 WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
@@ -70,7 +71,7 @@ class PodRoutes(Answers):
             self._status(403, str(refused))
 
     def list_pods(self, ns: str, body: Any) -> None:
-        if self.query.get("watch") == "true":
+        if watch_asked(self.query):
             self._watch_pods(ns)
             return
         with self.cluster.lock:

@@ -33,6 +33,12 @@ ANONYMOUS = Account("", "", [])
 """A request with no token: the API server's anonymous user, whom RBAC allows nothing of this API."""
 
 
+def watch_asked(query: dict[str, str]) -> bool:
+    """Whether a GET asks to watch, as the API server reads its `watch` parameter (a bool from a query
+    string): there and anything but 0 or false, in any case (`watch=1` and `watch=true` alike)."""
+    return "watch" in query and query["watch"].lower() not in ("0", "false")
+
+
 def refusal(account: Account, method: str, path: str, query: dict[str, str]) -> str | None:
     """Why the API server forbids `account` this request (None: a rule allows it)."""
     match = PATH.match(path)
@@ -40,10 +46,7 @@ def refusal(account: Account, method: str, path: str, query: dict[str, str]) -> 
         return f'forbidden: User "{account.user}" cannot {method.lower()} path "{path}"'
     group, namespace, name = match["group"] or "", match["ns"], match["name"]
     resource = match["resource"] if match["subresource"] is None else f"{match['resource']}/{match['subresource']}"
-    if method == "GET":
-        verb = "get" if name else "watch" if query.get("watch") in ("true", "1") else "list"
-    else:
-        verb = VERBS[method]
+    verb = ("get" if name else "watch" if watch_asked(query) else "list") if method == "GET" else VERBS[method]
     if namespace == account.namespace and any(_allows(rule, group, resource, verb, name) for rule in account.rules):
         return None
     qualified = match["resource"] + (f".{group}" if group else "")

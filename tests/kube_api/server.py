@@ -19,6 +19,7 @@ from tests.kube_api import rbac
 from tests.kube_api.cluster import REASONS, Cluster
 from tests.kube_api.objects import ObjectRoutes
 from tests.kube_api.pods import PodRoutes
+from tests.kube_api.rbac import watch_asked
 
 ROUTES: list[tuple[str, str, str]] = [
     ("GET", r"^/api/v1/nodes$", "list_nodes"),
@@ -78,7 +79,7 @@ class _Handler(PodRoutes, ObjectRoutes):
         with self.cluster.lock:
             self.cluster.requests.append((method, url.path, body))
             number = len(self.cluster.requests)
-            if method == "GET" and self.query.get("watch") in ("true", "1"):
+            if method == "GET" and watch_asked(self.query):
                 self.cluster.watches.append(url.path)
         if self.cluster.on_request is not None:
             self.cluster.on_request(number)
