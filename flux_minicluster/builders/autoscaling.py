@@ -11,11 +11,11 @@ from typing import Any
 from flux_minicluster.builders import flux_view
 from flux_minicluster.builders.files import autoscaler_env, script_env
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER, autoscaler_name, labels
+from flux_minicluster.builders.rbac import role_and_binding
 from flux_minicluster.config import paths
 from flux_minicluster.config.spec import MiniClusterSpec
 
 Manifest = dict[str, Any]
-RBAC_API = "rbac.authorization.k8s.io/v1"
 TOKEN_LIFETIME = 3607
 """Seconds a projected token lives, as Kubernetes' own automount asks (the kubelet renews it in place)."""
 CLUSTER_CA = "kube-root-ca.crt"
@@ -61,17 +61,6 @@ def objects(spec: MiniClusterSpec, scale_config: Any) -> list[Manifest]:
     if spec.pod.service_account_name is None:
         found.append({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata})
     return [*found, *role_and_binding(metadata, rules(spec, scale_config), account)]
-
-
-def role_and_binding(metadata: Manifest, role_rules: list[Manifest], account: Any) -> list[Manifest]:
-    """A Role of `role_rules`, named and labelled by `metadata`, and its binding to the service account
-    `account` of the same namespace."""
-    return [
-        {"apiVersion": RBAC_API, "kind": "Role", "metadata": metadata, "rules": role_rules},
-        {"apiVersion": RBAC_API, "kind": "RoleBinding", "metadata": metadata,
-         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": metadata["name"]},
-         "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": metadata["namespace"]}]},
-    ]  # fmt: skip
 
 
 def container(spec: MiniClusterSpec, scale_config: Any) -> Manifest:

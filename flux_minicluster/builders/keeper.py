@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from flux_minicluster.builders import pod_security, pod_template
-from flux_minicluster.builders.autoscaling import role_and_binding
 from flux_minicluster.builders.files import script
 from flux_minicluster.builders.names import (
     INDEX_LABEL,
@@ -20,6 +19,7 @@ from flux_minicluster.builders.names import (
     labels,
     object_metadata,
 )
+from flux_minicluster.builders.rbac import role_and_binding
 from flux_minicluster.config import paths
 from flux_minicluster.config.spec import MiniClusterSpec
 
