@@ -72,12 +72,8 @@ class MiniCluster(pulumi.ComponentResource):
         )
         service = self._named(f"{name}-service", manifests.headless_service(spec))
         self._service_monitor(name, spec, service)
-        if spec.restful_api.enabled:
-            self.api_service_name: pulumi.Output[str] | None = self._named(
-                f"{name}-api", manifests.restful_api_service(spec)
-            ).name
-        else:
-            self.api_service_name = None
+        api = self._named(f"{name}-api", manifests.restful_api_service(spec)) if spec.restful_api.enabled else None
+        self.api_service_name: pulumi.Output[str] | None = api.name if api is not None else None
         pod_group_name = self._pod_group(name, spec)
         job_manifest = manifests.job(
             spec,
@@ -129,13 +125,12 @@ class MiniCluster(pulumi.ComponentResource):
         return {output.key: values[output.key] for output in OUTPUTS}
 
     def _config_secret(self, name: str, spec: MiniClusterSpec) -> pulumi.Output[str] | None:
-        """The values of the stack's secret config keys, as secret Outputs: Pulumi encrypts them in its
-        state and hides them in previews. None when the stack marks nothing secret."""
+        """The values of the stack's secret config keys, in a Secret, whose content Pulumi encrypts in its
+        state and hides in previews (kube_object.SECRET_FIELDS). None when the stack marks nothing secret."""
         manifest = manifests.config_secret(spec)
         if manifest is None:
             return None
-        secret_data = pulumi.Output.secret(manifest["stringData"])
-        return self._content(f"{name}-config-secret", {**manifest, "stringData": secret_data}).name
+        return self._content(f"{name}-config-secret", manifest).name
 
     def _pod_group(self, name: str, spec: MiniClusterSpec) -> pulumi.Output[str] | None:
         """The gang's PodGroup, before the Job: its scheduler holds every pod until all of them fit. A
