@@ -2,8 +2,9 @@
 
 `CurveCertificate` runs the keygen pod (flux_minicluster.cluster.keygen_pod); `LocalCurveCertificate` uses pyzmq
 in the provider process. Both are stable: the keypair changes only when the namespace, the
-MiniCluster name or `certificateRotation` changes (a replacement); any other input change is an
-update that keeps the key. The certificate text is a secret output; the public key is plain.
+MiniCluster name or `certificateRotation` changes (a replacement); the other inputs say how the keypair
+is made, and their change is no change at all. The certificate text is a secret output; the public key
+is plain.
 
 What crosses the engine: every input travels as a protobuf Struct, so numbers arrive as doubles,
 `None` values are dropped and secrets may arrive wrapped. The provider therefore reads its inputs
@@ -55,6 +56,9 @@ class CertificateInputs(WireInputs):
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "clusterName", "certName", "rotation"})
     """Inputs whose change means a new keypair. Everything else may change without rotating the key."""
+    CREATION_ONLY: ClassVar[frozenset[str]] = frozenset({"timeout", "scheduleTimeout", "kubeContext", "pod"})
+    """How the keypair is made: a new keygen pod's manifest, image or timeouts change nothing in the
+    cluster or in the certificate (and must not show its Secret and the Job as replaced in a preview)."""
     DELETE_BEFORE_REPLACE: ClassVar[bool] = True
 
     @property
@@ -82,6 +86,8 @@ class _StableCertificateProvider(WireProvider):
     # diff (WireProvider's) compares the inputs only: an edit of this code must not rotate the key.
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        """Whatever the engine asks, an update keeps the key (diff reports none for these inputs today;
+        the base class's would return no outputs, and so lose the certificate)."""
         return UpdateResult({**CertificateInputs.from_wire(news).to_wire(), **_kept_outputs(olds)})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:

@@ -46,6 +46,10 @@ class WireInputs(BaseModel):
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset()
     """Inputs whose change means a new resource; any other change is an update."""
+    CREATION_ONLY: ClassVar[frozenset[str]] = frozenset()
+    """Inputs that matter only when the resource is made: a change of one alone is no change. The
+    engine keeps the new value in its state all the same, and a preview shows the outputs as they are
+    (an update's are unknown in a preview, and would show whatever is made of them as replaced)."""
     DELETE_BEFORE_REPLACE: ClassVar[bool] = False
 
     @classmethod
@@ -70,6 +74,7 @@ class WireInputs(BaseModel):
     def diff_wire(cls, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         """Only the inputs are compared: `__provider` changes with any edit of the provider's code."""
         keys = [field.alias or name for name, field in cls.model_fields.items()]
+        keys = [key for key in keys if key not in cls.CREATION_ONLY]
         changed = [key for key in keys if differs(olds.get(key), news.get(key))]
         replaces = [key for key in changed if key in cls.REPLACE_ON]
         return DiffResult(

@@ -165,13 +165,24 @@ def test_rotation_or_namespace_replace_the_keypair(
     assert (diff.changes, list(diff.replaces), diff.deleteBeforeReplace) == (DIFF_SOME, replaced, True)
 
 
-def test_other_changes_update_in_place_and_keep_the_secret_certificate(
-    plugin: ProviderPlugin, created: tuple[str, dict[str, Any]]
+@pytest.mark.parametrize(
+    "change",
+    [{"timeout": 900}, {"scheduleTimeout": 30}, {"kubeContext": "kind-flux"}, {"pod": '{"kind": "Pod"}'}],
+    ids=["timeout", "scheduleTimeout", "kubeContext", "pod"],
+)
+def test_how_the_keypair_is_made_is_no_change_once_it_is(
+    plugin: ProviderPlugin, created: tuple[str, dict[str, Any]], change: dict[str, Any]
 ) -> None:
+    """A new keygen pod (another image, the certificate elsewhere in it) or other timeouts change
+    nothing: a preview must not show the Secret and the Job as replaced, as an update's unknown outputs
+    would."""
+    resource_id, outs = created
+    assert plugin.diff(resource_id, outs, program_inputs(plugin, **change)).changes == DIFF_NONE
+
+
+def test_an_update_keeps_the_secret_certificate(plugin: ProviderPlugin, created: tuple[str, dict[str, Any]]) -> None:
     resource_id, outs = created
     news = program_inputs(plugin, timeout=900, kubeContext="kind-flux")
-    diff = plugin.diff(resource_id, outs, news)
-    assert (diff.changes, list(diff.replaces)) == (DIFF_SOME, [])
     updated = plugin.update(resource_id, outs, news)
     assert updated["certificate"] == outs["certificate"]
     assert is_secret(updated["certificate"])
@@ -188,13 +199,15 @@ def test_a_certificate_the_engine_sends_back_unwrapped_is_kept_and_stays_secret(
     assert updated["certificate"] == secret(CERT.text())
 
 
-@pytest.mark.parametrize(("unknown", "replaced"), [("rotation", ["rotation"]), ("kubeContext", [])])
+@pytest.mark.parametrize(
+    ("unknown", "diff_says"), [("rotation", (DIFF_SOME, ["rotation"])), ("kubeContext", (DIFF_NONE, []))]
+)
 def test_preview_with_unknown_inputs(
-    plugin: ProviderPlugin, created: tuple[str, dict[str, Any]], unknown: str, replaced: list[str]
+    plugin: ProviderPlugin, created: tuple[str, dict[str, Any]], unknown: str, diff_says: tuple[Any, list[str]]
 ) -> None:
     resource_id, outs = created
     diff = plugin.diff(resource_id, outs, program_inputs(plugin, **{unknown: UNKNOWN}))
-    assert (diff.changes, list(diff.replaces)) == (DIFF_SOME, replaced)
+    assert (diff.changes, list(diff.replaces)) == diff_says
 
 
 def test_refresh_keeps_the_certificate(plugin: ProviderPlugin, created: tuple[str, dict[str, Any]]) -> None:
