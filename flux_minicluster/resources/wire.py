@@ -72,10 +72,16 @@ class WireInputs(BaseModel):
 
     @classmethod
     def diff_wire(cls, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        """Only the inputs are compared: `__provider` changes with any edit of the provider's code."""
-        keys = [field.alias or name for name, field in cls.model_fields.items()]
-        keys = [key for key in keys if key not in cls.CREATION_ONLY]
-        changed = [key for key in keys if differs(olds.get(key), news.get(key))]
+        """Only the inputs are compared: `__provider` changes with any edit of the provider's code. An
+        input that is not given counts as its default: create writes the default into the state, and a
+        program leaves out an input it has no value for (autoscale on a Scale without it)."""
+        fields = {field.alias or name: field for name, field in cls.model_fields.items()}
+
+        def given(props: dict[str, Any], key: str) -> Any:
+            return props[key] if key in props else fields[key].get_default(call_default_factory=True)
+
+        keys = [key for key in fields if key not in cls.CREATION_ONLY]
+        changed = [key for key in keys if differs(given(olds, key), given(news, key))]
         replaces = [key for key in changed if key in cls.REPLACE_ON]
         return DiffResult(
             changes=bool(changed), replaces=replaces, delete_before_replace=cls.DELETE_BEFORE_REPLACE and bool(replaces)

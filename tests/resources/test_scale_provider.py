@@ -19,7 +19,7 @@ from tests.kube_api import Cluster, StandIn, ready, running, unschedulable
 from tests.kube_api.samples import BROKER, DEV, broker_pod, job
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
-from tests.provider_plugin import DIFF_SOME, ProviderPlugin, grpc_error, served
+from tests.provider_plugin import DIFF_NONE, DIFF_SOME, ProviderPlugin, grpc_error, served
 from tests.realflux.test_real_resize import drained
 
 SCALE = "pulumi-python:dynamic/minicluster:Scale"
@@ -257,6 +257,17 @@ def test_a_size_change_is_an_update_and_a_new_job_name_a_replacement(plugin: Pro
     assert (replaced_job.changes, list(replaced_job.replaces)) == (DIFF_SOME, [])
     renamed = plugin.diff("default/dev", olds, inputs(plugin, job="other"))
     assert list(renamed.replaces) == ["job"]
+
+
+def test_the_same_inputs_again_are_no_change_though_the_program_leaves_autoscale_out(
+    plugin: ProviderPlugin, api: Cluster
+) -> None:
+    """Create writes autoscale's default into the state, and the program sends autoscale only when it is
+    on: each `pulumi up` of an elastic stack saw a change, and wrote the scale ConfigMap again."""
+    Running(api, 4)
+    resource_id, outs = plugin.create(inputs(plugin))
+    again = plugin.diff(resource_id, outs, inputs(plugin))
+    assert (again.changes, list(again.replaces)) == (DIFF_NONE, [])
 
 
 def test_refresh_reads_the_size_the_job_has(plugin: ProviderPlugin, api: Cluster) -> None:

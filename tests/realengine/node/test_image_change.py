@@ -64,3 +64,15 @@ def test_the_jobs_queued_before_a_new_image_run_afterwards(persistent: StackOnRe
     wait_until(lambda: persistent.running(2) and images(persistent) == {NEW_IMAGE}, "the new Job's pods", 60, poll=0.2)
     wait_until(lambda: all(flux("jobs", "-no", "{result}", job).strip() == "COMPLETED" for job in queued),
                "the queued jobs to run in the restarted instance", 60, poll=0.5)  # fmt: skip
+
+
+def test_a_new_keygen_image_or_timeout_changes_nothing_once_the_keypair_is_made(persistent: StackOnRealNode) -> None:
+    """They say how the keypair is made: a preview shows nothing to do (not the certificate's Secret and
+    the Job replaced, as an update's unknown outputs would), and `pulumi up` leaves the Job running."""
+    before = persistent.job().metadata.uid
+    persistent.stack.configure({**persistent.stack.config, "keygenImage": NEW_IMAGE, "keygenTimeout": 120})
+    previewed = persistent.stack.preview().stdout
+    assert "to replace" not in previewed and "to update" not in previewed, previewed
+    assert "unchanged" in previewed
+    persistent.stack.up()
+    assert persistent.job().metadata.uid == before

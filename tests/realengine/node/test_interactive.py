@@ -1,6 +1,7 @@
 """The interactive stack with its pods in real containers: `pulumi up` (its keygen pod, the real
-readiness probe) returns once every broker is Ready; each broker has the memory-backed /dev/shm of
-minicluster:sharedMemory; a new size resizes the running Job in place; `pulumi destroy` leaves nothing.
+readiness probe) returns once every broker is Ready, and again has nothing to do; each broker has the
+memory-backed /dev/shm of minicluster:sharedMemory; a new size resizes the running Job in place; `pulumi
+destroy` leaves nothing.
 On real Flux (marked realflux; the node's image carries flux-core where it is installed): work runs
 across every broker."""
 
@@ -49,6 +50,14 @@ def configure_size(cluster: StackOnRealNode, size: int) -> None:
 
 def online_ranks(cluster: StackOnRealNode) -> str:
     return cluster.flux(0, "resource", "status", "-no", "{ranks}", "-s", "online").strip()
+
+
+def test_pulumi_up_again_without_a_change_has_nothing_to_do(interactive: StackOnRealNode) -> None:
+    """Not even the Scale: it wrote the scale ConfigMap again and waited for the brokers at each `pulumi up`."""
+    previewed = interactive.stack.preview().stdout
+    assert "to update" not in previewed and "to replace" not in previewed, previewed
+    upped = interactive.stack.up().stdout
+    assert "updated" not in upped and "replaced" not in upped, upped
 
 
 def test_a_new_size_resizes_the_running_job_in_place(interactive: StackOnRealNode) -> None:
