@@ -83,12 +83,11 @@ def _keeper_takes(
     asks = pod_amounts(shape.keeper, "requests")
     taken_room = []
     for raw, node in zip(raw_nodes, nodes, strict=True):
-        if not _selected(shape.keeper, raw) or _why_not(shape.keeper, raw):
+        if not _selected(shape.keeper, raw) or _why_not(shape.keeper, raw) or _room(raw, asks, used, counts)[0] < 1:
             continue
         with_keeper = {**used, node.name: total([used.get(node.name, {}), asks])}
         beside = counts + Counter({node.name: 1})
-        if _room(raw, asks, used, counts)[0] >= 1:
-            taken_room.append(node.room - _node(shape, raw, requests, with_keeper, beside).room)
+        taken_room.append(node.room - _node(shape, raw, requests, with_keeper, beside).room)
     return min(taken_room, default=None)
 
 
