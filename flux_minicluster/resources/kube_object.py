@@ -27,11 +27,10 @@ def resource_type(api_version: str, kind: str) -> str:
 
 
 class KubernetesObject(pulumi.CustomResource):
-    """One Kubernetes object, its inputs the manifest as a builder made it. Its `metadata` and
-    `status` are the object's as the provider last read them (plain dicts, camelCase)."""
+    """One Kubernetes object, its inputs the manifest as a builder made it. Its `metadata` is the
+    object's as the provider last read it (a plain dict, camelCase)."""
 
     metadata: pulumi.Output[Any]
-    status: pulumi.Output[Any]
 
     def __init__(
         self, resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions | None = None
@@ -46,7 +45,7 @@ class KubernetesObject(pulumi.CustomResource):
         defaults = _utilities.get_resource_opts_defaults()
         defaults.additional_secret_outputs = secret_fields
         opts = pulumi.ResourceOptions.merge(defaults, opts)
-        super().__init__(resource_type(manifest["apiVersion"], kind), resource_name, {**inputs, "status": None}, opts)
+        super().__init__(resource_type(manifest["apiVersion"], kind), resource_name, inputs, opts)
 
     @property
     def name(self) -> pulumi.Output[str]:
