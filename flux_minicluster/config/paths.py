@@ -53,11 +53,14 @@ LOG_SINK = "/proc/1/fd/2"
 """Rank 0's log, for a script run through the exec API (resize.sh): the stderr of the container's
 first process, the entrypoint."""
 
-KEYGEN_CERT = "/dev/shm/minicluster-curve.cert"
+SHARED_MEMORY_DIR = "/dev/shm"
+"""The memory-backed tmpfs every container runtime gives a pod; the broker pod mounts a bigger one
+there (minicluster:sharedMemory)."""
+KEYGEN_CERT = f"{SHARED_MEMORY_DIR}/minicluster-curve.cert"
 """In the keygen pod: where `flux keygen` writes the certificate, which `pulumi up` reads through the
-exec API (never the pod's log). /dev/shm is the memory-backed tmpfs every container runtime gives a
-pod, so the pod needs no volume: the kubelet's volume manager, which loops every 100 ms, holds a pod
-that has one about 0.3 s before its sandbox starts, and the Job waits for this pod."""
+exec API (never the pod's log). In the runtime's /dev/shm, the pod needs no volume: the kubelet's
+volume manager, which loops every 100 ms, holds a pod that has one about 0.3 s before its sandbox
+starts, and the Job waits for this pod."""
 READ_CERTIFICATE = 'while [ ! -s "$1" ]; do sleep 0.1; done; cat "$1"'
 """Run (sh -c) through the exec API in the keygen container: the certificate ($1), as soon as it is written."""
 
@@ -74,7 +77,6 @@ RESTFUL_API = "restful-api"
 STATE_VOLUME_NAME = "flux-state"
 SHARED_MEMORY_VOLUME = "shared-memory"
 """The broker pod's memory-backed /dev/shm (minicluster:sharedMemory)."""
-SHARED_MEMORY_DIR = "/dev/shm"
 AUTOSCALER_TOKEN_VOLUME = "autoscaler-token"
 """The service account's token, CA and namespace: mounted in the autoscaler container only."""
 OWN_VOLUMES = (
