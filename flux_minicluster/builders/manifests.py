@@ -113,11 +113,15 @@ def pod_group(spec: MiniClusterSpec) -> Manifest | None:
 
 def headless_service(spec: MiniClusterSpec) -> Manifest:
     """Gives each broker pod the DNS name <host>.<service>.<namespace>.svc.<domain>, from the moment it
-    exists (publishNotReadyAddresses), so workers can reach rank 0 before anything is Ready."""
+    exists (publishNotReadyAddresses), so workers can reach rank 0 before anything is Ready.
+
+    Not awaited: pulumi-kubernetes takes a headless Service as ready once it exists, which its create
+    already says, yet its await first starts watches on Services and Endpoints (0.2 s). The Job takes
+    the Service's name from the resource, so that await would delay the Job's creation."""
     return {
         "apiVersion": "v1",
         "kind": "Service",
-        "metadata": object_metadata(spec, spec.service, "broker-network"),
+        "metadata": object_metadata(spec, spec.service, "broker-network", annotations={SKIP_AWAIT: "true"}),
         "spec": {
             "clusterIP": "None",
             "publishNotReadyAddresses": True,

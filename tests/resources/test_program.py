@@ -141,6 +141,13 @@ def test_service_is_headless_publishes_unready_pods_and_selects_only_broker_pods
     assert service["spec"]["selector"]["app.kubernetes.io/component"] == "broker"
 
 
+def test_the_job_waits_for_the_service_to_exist_not_for_the_providers_await_of_it() -> None:
+    """A headless Service is ready once it exists; the provider's await of it starts two watches first."""
+    deployment = deploy(config())
+    assert deployment.one(SERVICE).inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert deployment.urn(deployment.one(SERVICE)) in deployment.options["dev-job"]["dependencies"]
+
+
 def test_secret_holds_the_keygen_certificate_as_a_pulumi_secret(sized: tuple[int, Deployment]) -> None:
     _, deployment = sized
     string_data = deployment.one(SECRET).inputs["stringData"]
