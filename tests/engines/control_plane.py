@@ -35,10 +35,13 @@ except ModuleNotFoundError:  # run as a script (.ci/run), where its own folder i
 SERVICE_RANGE = "10.96.0.0/16"
 """The Services' virtual addresses: data in the API server only, never a destination of any packet here."""
 CONTROLLERS = "job-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller," \
-    "root-ca-certificate-publisher-controller,endpointslice-controller,deployment-controller," \
-    "replicaset-controller"  # fmt: skip
+    "root-ca-certificate-publisher-controller,endpointslice-controller,endpoints-controller," \
+    "deployment-controller,replicaset-controller"  # fmt: skip
 """endpointslice-controller: the real node's DNS (CoreDNS) serves a headless Service's names from them.
-deployment- and replicaset-controller: the keeper's Deployment (keeper.enabled) makes its pod."""
+endpoints-controller: as in every cluster (the v1 Endpoints API is deprecated, still served and kept):
+pulumi-kubernetes awaits a Service with a selector through it, and without it that await lasts until
+its timeout (10 min). deployment- and replicaset-controller: the keeper's Deployment (keeper.enabled)
+makes its pod."""
 START_TIMEOUT = 60
 ENGINES_BUILT = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 SERVICE_HOST = "10.96.0.1"
