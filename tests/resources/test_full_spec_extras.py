@@ -62,6 +62,14 @@ def test_restful_api_gets_a_service_on_rank0_only() -> None:
     assert deployment.outputs["apiServiceName"] == "dev-api"
 
 
+def test_the_api_service_is_not_awaited_the_scale_waits_for_rank0_with_every_broker() -> None:
+    """The provider's await of a Service with a selector ends 10 s after its Endpoints last changed."""
+    deployment = deploy(config(**API))
+    api = next(plain(s.inputs) for s in deployment.of_type(SERVICE) if s.name == "dev-api")
+    assert api["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert "pulumi-python:dynamic/minicluster:Scale" in deployment.kinds
+
+
 def test_restful_api_credentials_come_from_the_users_secret_only() -> None:
     env = {e["name"]: e for e in flux_container(**API)["env"]}
     assert env["FLUX_USER"]["valueFrom"] == {"secretKeyRef": {"name": "flux-api-creds", "key": "user"}}
