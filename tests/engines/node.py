@@ -67,6 +67,7 @@ class RealNode:
             self.host.add_address(node_files.NODE_ADDRESS)
             self.host.add_address(SERVICE_HOST)
             self.host.relay(SERVICE_HOST, 443, ("127.0.0.1", plane.port))
+            self.host.share_netns_dir()
             self._containerd()
             self._images()
             self._start("coredns", "-conf", str(directory / "Corefile"))

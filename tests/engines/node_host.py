@@ -1,8 +1,9 @@
 """What the real node changes on the machine, each change undone by `restore`: the addresses it adds to
 the loopback (the node's, the `kubernetes` Service's), the kernel settings the kubelet sets and cannot be
-told not to, the paths programs write outside any folder they are given, the cgroups the kubelet makes;
-and the relay that carries the `kubernetes` Service's address to the API server (this machine has no
-kube-proxy, iptables or nftables); and the end of what a killed node left running. Standard library only.
+told not to, the paths programs write outside any folder they are given, the cgroups the kubelet makes,
+the pods' network namespaces and the shared mount point they live in; and the relay that carries the
+`kubernetes` Service's address to the API server (this machine has no kube-proxy, iptables or
+nftables); and the end of what a killed node left running. Standard library only.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ class HostChanges:
         self.absent = [path for path in FIXED_PATHS if not path.exists() or str(path) in claimed]
         self.addresses: list[str] = []
         self.relays: list[Relay] = []
+        self.netns_dir_mounted = False
 
     def add_address(self, address: str) -> None:
         """`address` on the loopback; one a node killed before its stop left there is taken over."""
@@ -61,6 +63,19 @@ class HostChanges:
         """Record the fixed paths that were not there (CLAIMS), before any program writes them: a node
         killed later still leaves them known as the node's."""
         CLAIMS.write_text("".join(f"{path}\n" for path in self.absent))
+
+    def share_netns_dir(self) -> None:
+        """Make POD_NETNS the shared mount point that `ip netns add` makes of it on its first use (a bind
+        of the folder onto itself, recursive, then shared), before containerd mounts the pods' network
+        namespaces in it. Made later, by the test kubelet's `ip netns` on a fresh machine, that bind
+        covers the namespaces containerd mounted before: their mounts stay beneath it, where no path
+        reaches them, and the node could neither unmount nor remove them."""
+        POD_NETNS.mkdir(parents=True, exist_ok=True)
+        if _mount_point(POD_NETNS):
+            return
+        subprocess.run(["mount", "--rbind", str(POD_NETNS), str(POD_NETNS)], check=True, capture_output=True)
+        subprocess.run(["mount", "--make-shared", str(POD_NETNS)], check=True, capture_output=True)
+        self.netns_dir_mounted = True
 
     def relay(self, address: str, port: int, target: tuple[str, int]) -> None:
         self.relays.append(Relay((address, port), target))
@@ -84,6 +99,8 @@ class HostChanges:
         for cgroup in pod_cgroups():
             _remove_cgroup(cgroup)
         remove_pod_netns()
+        if self.netns_dir_mounted and not any(POD_NETNS.iterdir()):  # `ip netns` may have come to use it since
+            subprocess.run(["umount", str(POD_NETNS)], capture_output=True)
 
     def left_behind(self) -> list[str]:
         """What of the node's changes is still there after `restore`: nothing, when all went well."""
@@ -93,6 +110,8 @@ class HostChanges:
                  if now[name] != value]  # fmt: skip
         left += [str(path) for path in self.absent if path.exists()]
         left += [str(netns) for netns in POD_NETNS.glob("cni-*")]
+        if self.netns_dir_mounted and _mount_point(POD_NETNS) and not any(POD_NETNS.iterdir()):
+            left.append(f"{POD_NETNS} bound onto itself")
         return left + [str(cgroup) for cgroup in pod_cgroups()]
 
 
@@ -107,6 +126,11 @@ def unmount_under(path: Path) -> None:
     mounted = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
     for point in sorted((m for m in mounted if m == str(path) or m.startswith(f"{path}/")), reverse=True):
         subprocess.run(["umount", "-l", point], capture_output=True)
+
+
+def _mount_point(path: Path) -> bool:
+    resolved = str(path.resolve())  # as the mount table names it (/var/run is /run)
+    return any(line.split()[4] == resolved for line in Path("/proc/self/mountinfo").read_text().splitlines())
 
 
 def remove_pod_netns() -> None:
