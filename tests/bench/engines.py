@@ -8,7 +8,9 @@ real Flux (the test kubelet as a Node). In alternating runs, each in a namespace
     stack (its certificate made locally) followed by `kubectl wait` for the same completion;
   - the same objects as `kubectl apply`'s, declared by the plainest Pulumi program
     (tests/bench/plain_program.py): Pulumi's own floor for them, whatever the program;
-  - for each of these three, what it adds to the dev Job's own run: its time less the Job's creation to
+  - the same program with the certificate from a keygen pod, run from the program's first instant
+    beside every other object's creation: the floor of any program that keeps the design's keygen pod;
+  - for each of these four, what it adds to the dev Job's own run: its time less the Job's creation to
     its completion, as a watch sees them (tests/bench/job_clock.py), so that the pods' and Flux's
     run-to-run noise on a loaded machine is left out;
   - the interactive stack (four brokers, persistent): `pulumi up`, which returns once every broker
@@ -29,6 +31,7 @@ as `.ci/run` sets them.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import secrets
 import statistics
@@ -42,6 +45,9 @@ from typing import Any
 import yaml
 from kubernetes import client, config
 
+from flux_minicluster.builders.files import CURVE_CERT_KEY
+from flux_minicluster.builders.keygen import keygen_pod
+from flux_minicluster.config import stack_file
 from tests.bench.job_clock import JobClock
 from tests.bench.rendered import apply, kubectl, rendered
 from tests.engines.control_plane import ControlPlane
@@ -71,8 +77,9 @@ class Run:
         apply(self.plane, rendered(stack.project / f"Pulumi.{stack.name}.yaml"), stack.directory)
         kubectl(self.plane, "wait", "-n", self.namespace, "--for=condition=complete", "--timeout=300s", "job/dev")
 
-    def plain_program(self) -> Stack:
-        """A stack of plain_program.py, with render.py's objects for the stack file `pulumi up` reads."""
+    def plain_program(self, keygen: bool = False) -> Stack:
+        """A stack of plain_program.py, with render.py's objects for the stack file `pulumi up` reads;
+        with `keygen`, the certificate from the stack's keygen pod, as early as a program can run it."""
         stack = self.cluster.stack
         project = stack.directory.parent / "plain"
         project.mkdir()
@@ -80,7 +87,12 @@ class Run:
         (project / "Pulumi.yaml").write_text(yaml.safe_dump({"name": "plain", "runtime": runtime}))
         (project / "__main__.py").write_text(PLAIN_PROGRAM.read_text())
         (project / "venv").symlink_to(Path(sys.prefix))
-        (project / "objects.yaml").write_text(rendered(stack.project / f"Pulumi.{stack.name}.yaml"))
+        stack_path = stack.project / f"Pulumi.{stack.name}.yaml"
+        (project / "objects.yaml").write_text(rendered(stack_path))
+        if keygen:
+            spec = stack_file.load(stack_path)[0]
+            pod = {"pod": keygen_pod(spec), "timeout": spec.keygen_timeout, "secretKey": CURVE_CERT_KEY}
+            (project / "keygen-pod.json").write_text(json.dumps(pod))
         return Stack(self.plane, stack.directory.parent / "plain-stack", "dev", {}, project=project)
 
     def timed_apart(self, step: Callable[[], object], adds: list[float]) -> float:
@@ -106,20 +118,21 @@ def measure(
     plane: ControlPlane, admin: client.ApiClient, tmp: Path, runs: int, dev: dict[str, Any]
 ) -> dict[str, list[float]]:
     """`dev`: the dev stack's config, for `pulumi up`, `kubectl apply` and the plain program alike."""
-    named = ("up", "apply", "plain", "persistent", "destroy", "destroy-p", "up-adds", "apply-adds", "plain-adds")
+    ways = ["up", "apply", "plain", "keygen"]
+    named = (*ways, "persistent", "destroy", "destroy-p", *(f"{way}-adds" for way in ways))
     times: dict[str, list[float]] = {name: [] for name in named}
-    ways = ["up", "apply", "plain"]
     for index in range(runs):
-        for kind in [*ways[index % 3 :], *ways[: index % 3], "persistent"]:  # each way first in turn
+        first = index % len(ways)
+        for kind in [*ways[first:], *ways[:first], "persistent"]:  # each way first in turn
             stack = example("interactive") if kind == "persistent" else dev
             run = Run(plane, admin, tmp, "interactive" if kind == "persistent" else "dev", stack)
             try:
                 if kind == "apply":
                     times["apply"].append(run.timed_apart(run.apply_rendered, times["apply-adds"]))
                     continue
-                if kind == "plain":
-                    plain = run.plain_program()
-                    times["plain"].append(run.timed_apart(plain.up, times["plain-adds"]))
+                if kind in ("plain", "keygen"):
+                    plain = run.plain_program(keygen=kind == "keygen")
+                    times[kind].append(run.timed_apart(plain.up, times[f"{kind}-adds"]))
                     plain.destroy()
                     continue
                 if kind == "up":
@@ -141,6 +154,8 @@ def table(times: dict[str, list[float]]) -> str:
         ("dev: the plainest Pulumi program of the same objects", median["plain"], median["apply"], True),
         ("dev: what `pulumi up` adds to the Job's own run", median["up-adds"], median["apply-adds"], False),
         ("dev: what the plain program adds to the Job's own run", median["plain-adds"], median["apply-adds"], False),
+        ("dev: the plain program with a keygen pod", median["keygen"], median["apply"], True),
+        ("dev: what that program adds to the Job's own run", median["keygen-adds"], median["apply-adds"], False),
         ("dev: `pulumi destroy` until nothing is left", median["destroy"], None, False),
         ("interactive: `pulumi up` until every broker runs", median["persistent"], None, False),
         ("interactive: `pulumi destroy` until nothing is left", median["destroy-p"], None, False),
