@@ -30,6 +30,17 @@ def example() -> dict[str, Any]:
     return {**found, "command": None, "autoscale": {**found["autoscale"], **AUTOSCALE}}
 
 
+def held_together(count: int) -> list[str]:
+    """A job's command that returns once `count` jobs of the instance have started (each still running
+    or completed since). Submitted `count` times with -N1 to a new instance, the jobs then run on as many
+    ranks, however long the new ranks take to join: none gives its rank back before the last one has
+    one. A job that merely sleeps ends on rank 0 before them on a slow machine, and the next one queued
+    takes rank 0 again. (A job's tasks run with the submitter's environment: `flux` reaches the
+    instance from any rank. No braces: `flux submit --cc` formats its command's arguments.)"""
+    started = "flux jobs -n --filter=running,completed | wc -l"
+    return ["sh", "-c", f'until [ "$({started})" -ge {count} ]; do sleep 0.2; done']
+
+
 def ranks(idset: str) -> set[int]:
     """Flux's idset text ("1-3", "1,3", "2") as a set."""
     found: set[int] = set()

@@ -13,7 +13,7 @@ import pytest
 
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER
 from flux_minicluster.config import sizing
-from tests.autoscaled import example, shrinks
+from tests.autoscaled import example, held_together, shrinks
 from tests.kubelet.pod import wait_until
 from tests.realengine.pulumi_stack import StackOnNode
 
@@ -31,15 +31,13 @@ def test_the_example_grows_to_four_for_four_jobs_and_back_to_one_under_a_real_pu
     assert cluster.running(1)
     autoscaler = cluster.rank0.container(AUTOSCALER_CONTAINER)
     wait_until(lambda: "autoscaler: sizing the cluster to its queue" in autoscaler.log, "the autoscaler", 30)
-    jobs = cluster.rank0.flux("submit", "--cc=1-4", "-N1", "sleep", "3").split()
-    # Four pods are not always Ready at one moment: a rank whose job ended may be given back (after
-    # scaleDownAfter) before the last one joins. What holds: the Job grew to 4, each job had a rank.
+    jobs = cluster.rank0.flux("submit", "--cc=1-4", "-N1", *held_together(4)).split()
     wait_until(lambda: cluster.events("Grew"), "the autoscaler to grow the Job", 60, poll=0.2)
     wait_until(lambda: all(cluster.rank0.flux("jobs", "-no", "{status}", job).strip() == "COMPLETED" for job in jobs),
                "the 4 jobs to complete", 90, poll=0.5)  # fmt: skip
     assert cluster.events("Grew") == ["grew from 1 to 4 brokers: 3 queued jobs need 3 nodes, 0 free"]
     assert sorted(cluster.rank0.flux("jobs", "-no", "{ranks}", job).strip() for job in jobs) == ["0", "1", "2", "3"]
-    # The jobs end as their ranks joined, so the idle ranks may go in one step or several.
+    # The jobs end together, but the autoscaler may see the ranks idle at different looks: one step or several.
     wait_until(lambda: cluster.size == 1 and len(cluster.pods()) == 1, "the Job controller to remove ranks 1-3", 60)
     wait_until(lambda: shrinks(cluster.events("Shrank"))[-1][1] == 1, "the last Shrank Event", 30, poll=0.2)
     assert shrinks(cluster.events("Shrank"))[0][0] == 4

@@ -12,7 +12,7 @@ import pytest
 
 from flux_minicluster.builders.names import AUTOSCALER_CONTAINER
 from flux_minicluster.config.paths import SERVICE_ACCOUNT_DIR
-from tests.autoscaled import example, shrinks
+from tests.autoscaled import example, held_together, shrinks
 from tests.kubelet.pod import wait_until
 from tests.realengine.node.stacks import StackOnRealNode
 
@@ -31,7 +31,7 @@ def test_the_autoscaler_in_its_sidecar_grows_for_four_jobs_and_shrinks_back(auto
     wait_until(
         lambda: "sizing the cluster to its queue" in autoscaled.log(0, AUTOSCALER_CONTAINER), "the autoscaler", 60
     )
-    jobs = autoscaled.flux(0, "submit", "--cc=1-4", "-N1", "sleep", "3").split()
+    jobs = autoscaled.flux(0, "submit", "--cc=1-4", "-N1", *held_together(4)).split()
     wait_until(lambda: autoscaled.events("Grew"), "the autoscaler to grow the Job", 60, poll=0.2)
     wait_until(lambda: all(autoscaled.flux(0, "jobs", "-no", "{status}", job).strip() == "COMPLETED" for job in jobs),
                "the 4 jobs to complete", 120, poll=0.5)  # fmt: skip
