@@ -120,17 +120,20 @@ def loopback_addresses() -> list[str]:
     return [line.split()[3].split("/")[0] for line in shown.splitlines()]
 
 
+def _mount_points() -> list[str]:
+    """Every mount point of this mount namespace, as the mount table names it (resolved: /var/run is /run)."""
+    return [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
+
+
 def unmount_under(path: Path) -> None:
     """Unmount whatever is mounted at or under `path` (netns files, the kubelet's volumes), deepest first."""
-    path = path.resolve()  # as the mount table names it (/var/run is /run)
-    mounted = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text().splitlines()]
-    for point in sorted((m for m in mounted if m == str(path) or m.startswith(f"{path}/")), reverse=True):
+    path = path.resolve()
+    for point in sorted((m for m in _mount_points() if m == str(path) or m.startswith(f"{path}/")), reverse=True):
         subprocess.run(["umount", "-l", point], capture_output=True)
 
 
 def _mount_point(path: Path) -> bool:
-    resolved = str(path.resolve())  # as the mount table names it (/var/run is /run)
-    return any(line.split()[4] == resolved for line in Path("/proc/self/mountinfo").read_text().splitlines())
+    return str(path.resolve()) in _mount_points()
 
 
 def remove_pod_netns() -> None:
