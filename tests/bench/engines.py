@@ -8,7 +8,7 @@ real Flux (the test kubelet as a Node). In alternating runs, each in a namespace
     stack (its certificate made locally) followed by `kubectl wait` for the same completion;
   - the same objects as `kubectl apply`'s, declared by the plainest Pulumi program
     (tests/bench/plain_program.py): Pulumi's own floor for them, whatever the program;
-  - the same program with the certificate from a keygen pod, run from the program's first instant
+  - the same program with the certificate from a keygen pod, run from the program's first line
     beside every other object's creation: the floor of any program that keeps the design's keygen pod;
   - for each of these four, what it adds to the dev Job's own run: its time less the Job's creation to
     its completion, as a watch sees them (tests/bench/job_clock.py), so that the pods' and Flux's
