@@ -13,14 +13,14 @@ from tests.kube_api import Cluster
 
 
 def test_evaluation_and_render_do_not_grow_with_size() -> None:
-    results = bench.run([1, 100, 10_000], repeat=3)
+    results = bench.run([1, 100, 10_000], repeat=1)
     base, largest = results[0], results[-1]
     assert [r.size for r in results] == [1, 100, 10_000]
     # The hostlist is compressed and the Job counts completions: only digits get longer.
     assert largest.render_bytes - base.render_bytes < 100
-    # Timings are noisy on a shared machine, but anything proportional to size would be ~10 000x.
-    assert largest.evaluation_s < 3 * base.evaluation_s
-    assert largest.render_s < 3 * base.render_s
+    # Steps, not seconds (a loaded machine stretches seconds): one line run per pod would add 10 000.
+    assert abs(largest.evaluation_steps - base.evaluation_steps) < 100, results
+    assert abs(largest.render_steps - base.render_steps) < 100, results
 
 
 def test_the_benchmark_reaches_no_cluster(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
@@ -58,17 +58,16 @@ def test_the_stop_benchmark_times_each_stop_on_real_brokers(real_flux: None) -> 
         assert all(0 < int(ms) < within for ms in cells[2:])
 
 
-def test_the_admission_benchmark_stays_fast_on_a_large_cluster() -> None:
+def test_the_admission_check_grows_linearly_with_the_cluster() -> None:
     """CI's reduced run: 500 nodes and 10 000 pods. Linear work; 5 000 and 100 000 are in the README."""
     from tests.bench import admission as bench_admission
 
-    _, small_check_s, _ = bench_admission.measure(50, 1_000)
-    _, check_s, problems = bench_admission.measure(500, 10_000)
-    assert problems == []  # the fixtures' hpc half has room for 1000 brokers of 4 cpu
-    # Ten times the cluster costs about ten times as much, not a hundred (the check is linear): a ratio
-    # of two runs under the same load, not a duration, which a loaded machine stretches. (The pages'
-    # decoding is the standard library's json, timed by the benchmark, not asserted here.)
-    assert check_s < 30 * small_check_s
+    small = bench_admission.measure(50, 1_000)
+    large = bench_admission.measure(500, 10_000)
+    assert large.problems == []  # the fixtures' hpc half has room for 1000 brokers of 4 cpu
+    # Ten times the cluster costs ten times the steps, not a hundred (the check is linear). Steps, not
+    # seconds, which a loaded machine stretches; the seconds are the benchmark's to report.
+    assert 9 * small.check_steps < large.check_steps < 11 * small.check_steps, (small, large)
 
 
 @pytest.mark.realflux
