@@ -105,6 +105,18 @@ def minicluster(tmp_path: Path, real_flux: None) -> Iterator[Callable[..., Kubel
             kubelet.close()
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests first: the real-engine tier, its user journeys on the real node (node/) at its
+    head. A worker can steal only tests not yet begun (pyproject.toml: worksteal), so a two-minute test
+    begun last would leave the other worker idle to the end. A stable sort: each file keeps its order."""
+
+    def begun(item: pytest.Item) -> int:
+        path = item.path.relative_to(item.config.rootpath).as_posix()
+        return 0 if path.startswith("tests/realengine/node/") else 1 if path.startswith("tests/realengine/") else 2
+
+    items.sort(key=begun)
+
+
 TIERS = {"realflux": "real Flux (tests/kubelet, marked realflux)",
          "realengine": "real Kubernetes and Pulumi engines (tests/realengine, marked realengine)"}  # fmt: skip
 

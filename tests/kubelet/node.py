@@ -50,9 +50,10 @@ def selecting(label: str) -> dict[str, Any]:
     return {"nodeSelector": {NODE_LABEL: label}, "tolerations": [toleration]}
 
 
-def events(call: Any, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
-    """One watch request's events (ADDED, MODIFIED, DELETED), for WATCH_SECONDS at most."""
-    stream: Iterator[dict[str, Any]] = watch.Watch().stream(  # type: ignore[no-untyped-call]
+def events(watcher: watch.Watch, call: Any, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+    """One watch request's events (ADDED, MODIFIED, DELETED), for WATCH_SECONDS at most, or until
+    `watcher.stop()` shuts its connection."""
+    stream: Iterator[dict[str, Any]] = watcher.stream(  # type: ignore[no-untyped-call]
         call, *args, timeout_seconds=WATCH_SECONDS, **kwargs
     )
     return stream
@@ -88,6 +89,8 @@ class Node:
         assert self.streaming.stdout is not None
         self.port = int(self.streaming.stdout.readline())
         self._register()
+        # Stopped by close(), which so need not wait for the API server to end a watch (WATCH_SECONDS).
+        self.pod_watch, self.config_map_watch = watch.Watch(), watch.Watch()  # type: ignore[no-untyped-call]
         self.threads = [threading.Thread(target=self._watch_pods, daemon=True),
                         threading.Thread(target=self._watch_config_maps, daemon=True)]  # fmt: skip
         for thread in self.threads:
@@ -117,12 +120,13 @@ class Node:
         selector = f"spec.nodeName={self.name}"
         while not self.stopping.is_set():
             try:
-                for event in events(self.core.list_pod_for_all_namespaces, field_selector=selector):
+                for event in events(self.pod_watch, self.core.list_pod_for_all_namespaces, field_selector=selector):
                     if self.stopping.is_set():
                         return
                     self._on_pod(event["type"], event["object"])
             except Exception:  # a watch that ended early (the next one lists anew), or a pod that failed
-                traceback.print_exc()  # to start: a test that then times out shows why
+                if not self.stopping.is_set():  # to start: a test that then times out shows why
+                    traceback.print_exc()
 
     def _on_pod(self, kind: str, pod: Any) -> None:
         """A pod bound here starts once; one being deleted (or gone) is stopped once."""
@@ -243,7 +247,7 @@ class Node:
         namespace = self.kubelet.namespace
         while not self.stopping.is_set():
             with contextlib.suppress(Exception):
-                for event in events(self.core.list_namespaced_config_map, namespace):
+                for event in events(self.config_map_watch, self.core.list_namespaced_config_map, namespace):
                     config_map, loaded = event["object"], self.kubelet.objects
                     known = loaded and ("ConfigMap", config_map.metadata.name) in self.kubelet.volumes.objects
                     if known and event["type"] == "MODIFIED":
@@ -251,6 +255,8 @@ class Node:
 
     def close(self) -> None:
         self.stopping.set()
+        self.pod_watch.stop()  # type: ignore[no-untyped-call]
+        self.config_map_watch.stop()  # type: ignore[no-untyped-call]
         for thread in self.threads:
             thread.join(timeout=WATCH_SECONDS + 5)
         with contextlib.suppress(client.ApiException):

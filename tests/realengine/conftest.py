@@ -53,17 +53,16 @@ def test_kubelet() -> None:
     required("the test kubelet needs root (network, mount and PID namespaces)" if os.geteuid() != 0 else None)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def admin(control_plane: ControlPlane) -> client.ApiClient:
-    """The tests' own client, as the cluster's admin (system:masters)."""
+    """The tests' own client, as the cluster's admin (system:masters): one a worker, as no test changes it."""
     api: client.ApiClient = config.new_client_from_config(str(control_plane.kubeconfig))  # type: ignore[no-untyped-call]
     return api
 
 
-@pytest.fixture
-def namespace(admin: client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A namespace of the test's own, deleted after it; with the marker `namespace_labels`, with those
-    labels (Pod Security's enforce level, say)."""
+def own_namespace(admin: client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of the requester's own (a test's, or a module's), deleted after it; with the marker
+    `namespace_labels`, with those labels (Pod Security's enforce level, say)."""
     name = f"t-{secrets.token_hex(4)}"
     marker = request.node.get_closest_marker("namespace_labels")
     labels = marker.args[0] if marker else None
@@ -71,6 +70,18 @@ def namespace(admin: client.ApiClient, request: pytest.FixtureRequest) -> Iterat
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels=labels)))
     yield name
     core.delete_namespace(name)
+
+
+@pytest.fixture
+def namespace(admin: client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of the test's own."""
+    yield from own_namespace(admin, request)
+
+
+@pytest.fixture(scope="module")
+def module_namespace(admin: client.ApiClient, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A namespace of the module's own, for one MiniCluster that the module's read-only checks share."""
+    yield from own_namespace(admin, request)
 
 
 def create(api: client.ApiClient, obj: dict[str, Any]) -> Any:

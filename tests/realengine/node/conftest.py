@@ -39,17 +39,34 @@ def real_node() -> NodeInfo:
     return NodeInfo(state["name"], state["address"])
 
 
-@pytest.fixture
-def stack_on_real_node(
-    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_node: NodeInfo
+def stack_maker(
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, folder: Path
 ) -> Callable[..., StackOnRealNode]:
-    """Makes a stack of this project under the real Pulumi engine, in this test's namespace, its pods on
-    the real node."""
+    """Makes a stack of this project under the real Pulumi engine, in `namespace`, its pods on the real
+    node."""
     from tests.realengine.pulumi_stack import missing
 
     required(missing())
 
     def make(name: str, **config: Any) -> StackOnRealNode:
-        return StackOnRealNode(admin, control_plane, namespace, tmp_path / name, name, config)
+        return StackOnRealNode(admin, control_plane, namespace, folder / name, name, config)
 
     return make
+
+
+@pytest.fixture
+def stack_on_real_node(
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_node: NodeInfo
+) -> Callable[..., StackOnRealNode]:
+    """A stack of the test's own, in its namespace."""
+    return stack_maker(admin, control_plane, namespace, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def module_stack_on_real_node(
+    admin: client.ApiClient, control_plane: ControlPlane, module_namespace: str, real_node: NodeInfo,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[..., StackOnRealNode]:  # fmt: skip
+    """A stack that the module's tests share, in the module's namespace: for checks that change nothing
+    (each `pulumi up` costs seconds). A test that changes its MiniCluster makes its own."""
+    return stack_maker(admin, control_plane, module_namespace, tmp_path_factory.mktemp("shared"))

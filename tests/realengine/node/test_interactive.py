@@ -18,27 +18,38 @@ from tests.realengine.node.stacks import StackOnRealNode
 GIB = 1 << 30
 
 
-@pytest.fixture
-def interactive(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
-    cluster = stack_on_real_node("interactive", **example("interactive"))
+def deployed(make: Callable[..., StackOnRealNode]) -> StackOnRealNode:
+    cluster = make("interactive", **example("interactive"))
     cluster.stack.up()
     return cluster
 
 
-def test_pulumi_up_returns_with_every_broker_ready_on_the_real_node(interactive: StackOnRealNode) -> None:
-    assert interactive.running(4)
+@pytest.fixture(scope="module")
+def shared(module_stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
+    """One for the module's checks that change nothing."""
+    return deployed(module_stack_on_real_node)
+
+
+@pytest.fixture
+def interactive(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
+    """The test's own, for one that resizes or destroys it."""
+    return deployed(stack_on_real_node)
+
+
+def test_pulumi_up_returns_with_every_broker_ready_on_the_real_node(shared: StackOnRealNode) -> None:
+    assert shared.running(4)
 
 
 @pytest.mark.realflux
-def test_work_runs_across_every_broker_in_real_containers(interactive: StackOnRealNode) -> None:
+def test_work_runs_across_every_broker_in_real_containers(shared: StackOnRealNode) -> None:
     """Brokers that found each other by their headless-Service names (CoreDNS) over the node's bridge."""
-    said = interactive.flux(0, "run", "-N4", "hostname")
+    said = shared.flux(0, "run", "-N4", "hostname")
     assert sorted(said.split()) == [f"interactive-{rank}" for rank in range(4)]
 
 
-def test_each_broker_has_a_memory_backed_dev_shm_of_the_configured_size(interactive: StackOnRealNode) -> None:
+def test_each_broker_has_a_memory_backed_dev_shm_of_the_configured_size(shared: StackOnRealNode) -> None:
     for rank in (0, 3):
-        kind, size = interactive.exec(rank, "stat", "--file-system", "--format=%T %b %S", "/dev/shm").split(" ", 1)
+        kind, size = shared.exec(rank, "stat", "--file-system", "--format=%T %b %S", "/dev/shm").split(" ", 1)
         blocks, block_size = map(int, size.split())
         assert kind == "tmpfs" and blocks * block_size == GIB
 
@@ -52,11 +63,11 @@ def online_ranks(cluster: StackOnRealNode) -> str:
     return cluster.flux(0, "resource", "status", "-no", "{ranks}", "-s", "online").strip()
 
 
-def test_pulumi_up_again_without_a_change_has_nothing_to_do(interactive: StackOnRealNode) -> None:
+def test_pulumi_up_again_without_a_change_has_nothing_to_do(shared: StackOnRealNode) -> None:
     """Not even the Scale: it wrote the scale ConfigMap again and waited for the brokers at each `pulumi up`."""
-    previewed = interactive.stack.preview().stdout
+    previewed = shared.stack.preview().stdout
     assert "to update" not in previewed and "to replace" not in previewed, previewed
-    upped = interactive.stack.up().stdout
+    upped = shared.stack.up().stdout
     assert "updated" not in upped and "replaced" not in upped, upped
 
 

@@ -41,9 +41,12 @@ def test_the_restricted_one_shot_stack_is_admitted_and_its_job_completes(
     assert sorted(pod.status.phase for pod in cluster.pods()) == ["Succeeded"] * 2
 
 
-@pytest.fixture
-def restricted(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
-    cluster = stack_on_real_node("interactive", **{**example("interactive"), "size": 2}, securityProfile="restricted")
+@pytest.fixture(scope="module")
+def restricted(module_stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
+    """One for the module's checks of a running instance, none of which changes it."""
+    cluster = module_stack_on_real_node(
+        "interactive", **{**example("interactive"), "size": 2}, securityProfile="restricted"
+    )
     cluster.stack.up()
     return cluster
 

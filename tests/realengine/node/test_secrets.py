@@ -38,11 +38,11 @@ def holders(cluster: StackOnRealNode, text: str) -> list[str]:
     return found
 
 
-@pytest.fixture
-def deployed(stack_on_real_node: Callable[..., StackOnRealNode]) -> tuple[StackOnRealNode, str, str]:
+@pytest.fixture(scope="module")
+def deployed(module_stack_on_real_node: Callable[..., StackOnRealNode]) -> tuple[StackOnRealNode, str, str]:
     """The dev stack with a secret environment value, after `pulumi up`: the stack, the value, and what
-    the CLI printed."""
-    cluster = stack_on_real_node("dev", **example("dev"))
+    the CLI printed. One for the module's checks, which only read it."""
+    cluster = module_stack_on_real_node("dev", **example("dev"))
     token = secrets.token_hex(16)
     cluster.stack.set_secret("minicluster:environment.API_TOKEN", token)
     printed = cluster.stack.up()
