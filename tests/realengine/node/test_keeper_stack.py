@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 
 from flux_minicluster.builders.names import INDEX_LABEL, REPLACES
 from tests.harness import example
@@ -59,6 +59,28 @@ def test_an_evicted_worker_is_replaced_by_the_keeper(kept: StackOnRealNode) -> N
         return len(live) == 4 and all(ready(pod) for pod in live)
 
     wait_until(whole, "every broker Ready again", 120, poll=0.2)
+
+
+def test_the_keeper_ends_when_told_to_stop(kept: StackOnRealNode) -> None:
+    """Its python3 is its container's first process, which the kernel shields from any signal it has no
+    handler for: without one for SIGTERM it would be killed at the end of its grace period (exit code
+    137), 30 s later, holding up `pulumi destroy` (which waits for the Deployment's pods) and a rollout."""
+    core = client.CoreV1Api(kept.admin)
+    (keeper,) = pods(kept, "app.kubernetes.io/component=keeper")
+    name, since = keeper.metadata.name, keeper.metadata.resource_version
+    core.delete_namespaced_pod(name, kept.namespace)
+    exit_codes = []
+    changes = watch.Watch().stream(  # type: ignore[no-untyped-call]
+        core.list_namespaced_pod, kept.namespace, field_selector=f"metadata.name={name}",
+        resource_version=since, timeout_seconds=120,
+    )  # fmt: skip
+    for change in changes:
+        for status in change["object"].status.container_statuses or []:
+            if status.state.terminated is not None:
+                exit_codes.append(status.state.terminated.exit_code)
+        if change["type"] == "DELETED":
+            break
+    assert exit_codes and set(exit_codes) == {0}, exit_codes
 
 
 def test_pulumi_destroy_leaves_nothing_the_keeper_made(kept: StackOnRealNode) -> None:
