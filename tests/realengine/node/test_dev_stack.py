@@ -16,26 +16,33 @@ from tests.harness import example
 from tests.realengine.node.stacks import StackOnRealNode
 
 
+@pytest.fixture(scope="module")
+def upped(module_stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
+    """After `pulumi up`, as it is (the certificate from a keygen pod): one for the checks that read it."""
+    dev = module_stack_on_real_node("dev", **example("dev"))
+    dev.stack.up()
+    return dev
+
+
 @pytest.fixture
 def dev(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
-    return stack_on_real_node("dev", **example("dev"))  # as it is: the certificate from a keygen pod
+    """The test's own, not yet up: for one that changes it."""
+    return stack_on_real_node("dev", **example("dev"))
 
 
-def test_pulumi_up_returns_once_the_dev_stacks_job_completed(dev: StackOnRealNode) -> None:
-    dev.stack.up()
-    assert dev.condition("Complete") == "True"
-    assert sorted(pod.status.phase for pod in dev.pods()) == ["Succeeded"] * 4
+def test_pulumi_up_returns_once_the_dev_stacks_job_completed(upped: StackOnRealNode) -> None:
+    assert upped.condition("Complete") == "True"
+    assert sorted(pod.status.phase for pod in upped.pods()) == ["Succeeded"] * 4
 
 
 @pytest.mark.realflux
-def test_the_dev_stacks_command_ran_on_every_broker(dev: StackOnRealNode) -> None:
-    dev.stack.up()
-    hostnames = [line for line in dev.log(0).splitlines() if line.startswith("dev-")]
+def test_the_dev_stacks_command_ran_on_every_broker(upped: StackOnRealNode) -> None:
+    hostnames = [line for line in upped.log(0).splitlines() if line.startswith("dev-")]
     assert sorted(hostnames) == ["dev-0", "dev-1", "dev-2", "dev-3"]
 
 
-def test_the_outputs_name_what_pulumi_up_created(dev: StackOnRealNode) -> None:
-    dev.stack.up()
+def test_the_outputs_name_what_pulumi_up_created(upped: StackOnRealNode) -> None:
+    dev = upped
     outputs = dev.stack.outputs()
     assert (outputs["jobName"], outputs["namespace"], outputs["size"]) == (dev.job().metadata.name, dev.namespace, 4)
     service: Any = client.CoreV1Api(dev.admin).read_namespaced_service(outputs["serviceName"], dev.namespace)
