@@ -42,21 +42,21 @@ def test_the_dev_stacks_command_ran_on_every_broker(upped: StackOnRealNode) -> N
 
 
 def test_the_outputs_name_what_pulumi_up_created(upped: StackOnRealNode) -> None:
-    dev = upped
-    outputs = dev.stack.outputs()
-    assert (outputs["jobName"], outputs["namespace"], outputs["size"]) == (dev.job().metadata.name, dev.namespace, 4)
-    service: Any = client.CoreV1Api(dev.admin).read_namespaced_service(outputs["serviceName"], dev.namespace)
+    outputs = upped.stack.outputs()
+    named = (outputs["jobName"], outputs["namespace"], outputs["size"])
+    assert named == (upped.job().metadata.name, upped.namespace, 4)
+    service: Any = client.CoreV1Api(upped.admin).read_namespaced_service(outputs["serviceName"], upped.namespace)
     assert service.spec.cluster_ip == "None"  # the headless Service the pods' hostnames live under
-    rank0: Any = client.CoreV1Api(dev.admin).read_namespaced_pod(dev.pod_name(0), dev.namespace)
+    rank0: Any = client.CoreV1Api(upped.admin).read_namespaced_pod(upped.pod_name(0), upped.namespace)
     assert outputs["rank0Hostname"] == rank0.spec.hostname  # Flux's name of rank 0, the pod's hostname
     # logsCommand selects rank 0's pod, and its container (the Flux broker's, the only one)
     words = outputs["logsCommand"].split()
-    (container,) = dev.job().spec.template.spec.containers
+    (container,) = upped.job().spec.template.spec.containers
     assert words[:3] == ["kubectl", "logs", "-f"] and words[words.index("-c") + 1] == container.name
-    selected: Any = client.CoreV1Api(dev.admin).list_namespaced_pod(
-        dev.namespace, label_selector=words[words.index("-l") + 1]
+    selected: Any = client.CoreV1Api(upped.admin).list_namespaced_pod(
+        upped.namespace, label_selector=words[words.index("-l") + 1]
     )
-    assert [pod.metadata.name for pod in selected.items] == [dev.pod_name(0)]
+    assert [pod.metadata.name for pod in selected.items] == [upped.pod_name(0)]
 
 
 def test_pulumi_destroy_leaves_nothing_in_the_namespace_or_the_state(dev: StackOnRealNode) -> None:
