@@ -13,6 +13,7 @@ from flux_minicluster.config.loader import load_spec
 from tests.kube_api import Cluster, StandIn
 from tests.kubelet.image import real_flux_missing
 from tests.kubelet.pods import Kubelet
+from tests.scheduling import ModulesKeptTogether
 
 IMAGE = "ghcr.io/flux-framework/flux-restful-api:latest"
 BASE_CONFIG: dict[str, Any] = {"image": IMAGE, "size": 4, "command": "hostname"}
@@ -115,6 +116,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return 0 if path.startswith("tests/realengine/node/") else 1 if path.startswith("tests/realengine/") else 2
 
     items.sort(key=begun)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> ModulesKeptTogether | None:
+    """worksteal (pyproject.toml), with each real-engine module's tests kept on one worker, so that its
+    shared stack is deployed once (tests/scheduling.py); another --dist as xdist has it."""
+    return ModulesKeptTogether(config, log) if config.getvalue("dist") == "worksteal" else None
 
 
 TIERS = {"realflux": "real Flux (tests/kubelet, marked realflux)",

@@ -1,0 +1,78 @@
+"""pytest-xdist's work stealing, except that the tests of one real-engine module stay on one worker.
+
+Those modules share a `pulumi up` (or an npm install) among their read-only tests in a module-scoped
+fixture. Plain worksteal cuts the queue anywhere, so a module's tests could land on both workers and
+each would deploy the stack again: 15 to 40 s of a worker's time for each module split. Here a cut,
+when tests are first handed out or when an idle worker steals, only falls between such modules; the
+unit tiers are still cut anywhere, one test at a time. The rest is worksteal's own (xdist 3.8's
+WorkStealingScheduling, pinned in constraints.txt)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from xdist.scheduler.worksteal import MIN_PENDING, NodePending, WorkStealingScheduling
+
+if TYPE_CHECKING:
+    from xdist.workermanage import WorkerController
+
+KEPT_TOGETHER = "tests/realengine/"
+"""The modules whose tests one worker runs: `nodeid` prefixes."""
+
+
+class ModulesKeptTogether(WorkStealingScheduling):
+    def group(self, index: int) -> str:
+        """The module of a test kept with its module, or the test alone."""
+        assert self.collection is not None
+        nodeid = self.collection[index]
+        module = nodeid.split("::", 1)[0]
+        return module if module.startswith(KEPT_TOGETHER) else nodeid
+
+    def cut(self, queue: list[int], at: int, lowest: int = 0) -> int:
+        """The place nearest to `at`, from `lowest` to the queue's end, that splits no module kept
+        together: `queue[:cut]` and `queue[cut:]` share none. The later of two as near."""
+        for distance in range(len(queue) + 1):
+            for place in (at + distance, at - distance):
+                if lowest <= place <= len(queue) and (
+                    place in (0, len(queue)) or self.group(queue[place - 1]) != self.group(queue[place])
+                ):
+                    return place
+        return len(queue)
+
+    def _send_tests(self, node: WorkerController, num: int) -> None:
+        super()._send_tests(node, self.cut(self.pending, num))
+
+    def check_schedule(self) -> None:
+        """worksteal's, with the stolen tail of a worker's queue begun where it splits no module: more or
+        less than half of it, or nothing where the rest is the module the worker is in."""
+        nodes_up = [NodePending(node, pending) for node, pending in self.node2pending.items() if not node.shutting_down]
+
+        def idle_nodes() -> list[WorkerController]:
+            return [node for node, pending in nodes_up if len(pending) < MIN_PENDING]
+
+        if not idle_nodes():
+            return
+        if self.pending:
+            idle = idle_nodes()
+            for i, node in enumerate(idle):
+                self._send_tests(node, len(self.pending) // (len(idle) - i))
+            if not idle_nodes():
+                return
+        if self.steal_requested_from_node is not None:
+            return
+        victim = max(nodes_up, key=lambda node_pending: len(node_pending.pending), default=None)
+        stolen: list[int] = []
+        if victim is not None:
+            # worksteal takes half of the queue and leaves at least MIN_PENDING: the test the worker runs
+            # and the one after it, which it has begun to set up for
+            wanted = min(len(victim.pending) // 2, max(0, len(victim.pending) - MIN_PENDING))
+            if wanted:
+                start = self.cut(victim.pending, len(victim.pending) - wanted, lowest=MIN_PENDING)
+                stolen = victim.pending[start:]
+        if not stolen:
+            for node in idle_nodes():
+                node.shutdown()
+            return
+        assert victim is not None
+        victim.node.send_steal(stolen)
+        self.steal_requested_from_node = victim.node
