@@ -135,9 +135,10 @@ SYSTEM_PYTHON = "/usr/bin/python3"
 
 
 def install_standins(bin_dir: Path, interpreter: str = sys.executable) -> Path:
-    """The stand-ins, run by this interpreter (so a test may shadow python3 itself)."""
+    """The stand-ins, run by this interpreter (so a test may shadow python3 itself); not the bytecode
+    folder that Python writes beside them when one imports another."""
     bin_dir.mkdir()
-    for standin in STANDINS.iterdir():
+    for standin in (path for path in STANDINS.iterdir() if path.is_file()):
         text = standin.read_text().replace("#!/usr/bin/env python3", f"#!{interpreter}", 1)
         (bin_dir / standin.name).write_text(text)
         (bin_dir / standin.name).chmod(0o755)
