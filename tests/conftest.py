@@ -107,13 +107,17 @@ def minicluster(tmp_path: Path, real_flux: None) -> Iterator[Callable[..., Kubel
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest tests first: the real-engine tier, its user journeys on the real node (node/) at its
-    head. A worker can steal only tests not yet begun (pyproject.toml: worksteal), so a two-minute test
-    begun last would leave the other worker idle to the end. A stable sort: each file keeps its order."""
+    """The longest tests first: the README's first command (the longest of all, three minutes in CI),
+    then the real-engine tier, its user journeys on the real node (node/) at its head. A worker can
+    steal only tests not yet begun, and takes them from the end of another's queue (pyproject.toml:
+    worksteal), so a long test begun last would leave the other worker idle to the end. A stable sort:
+    each file keeps its order."""
 
     def begun(item: pytest.Item) -> int:
         path = item.path.relative_to(item.config.rootpath).as_posix()
-        return 0 if path.startswith("tests/realengine/node/") else 1 if path.startswith("tests/realengine/") else 2
+        if path == "tests/realengine/node/test_readme_main_command.py":
+            return 0
+        return 1 if path.startswith("tests/realengine/node/") else 2 if path.startswith("tests/realengine/") else 3
 
     items.sort(key=begun)
 
