@@ -5,29 +5,19 @@ registry, and compiled by TypeScript. The program runs for real in node/test_typ
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
 
 from tests.harness import ROOT
-from tests.realengine.conftest import required
-from tests.realengine.generated_sdk import errors, example_with_sdk, run
+from tests.realengine.generated_sdk import errors, typescript_example
 
 EXAMPLE = ROOT / "examples" / "typescript" / "index.ts"
-SDK = "@flux-minicluster/minicluster"
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    required(None if shutil.which("npm") else "npm is not installed")
-    folder = example_with_sdk("typescript", "nodejs", tmp_path_factory.mktemp("typescript"))
-    manifest = json.loads((folder / "package.json").read_text())
-    manifest["dependencies"][SDK] = "file:sdks/minicluster"  # as `pulumi package add` links it
-    (folder / "package.json").write_text(json.dumps(manifest, indent=2))
-    run(["npm", "install", "--no-audit", "--no-fund"], folder)
-    return folder
+    return typescript_example(tmp_path_factory, tmp_path_factory.mktemp("typescript"))
 
 
 def compile_errors(project: Path, program: str) -> str:

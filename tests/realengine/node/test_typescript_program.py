@@ -17,11 +17,11 @@ import pytest
 from kubernetes import client
 
 from tests.engines.control_plane import ControlPlane
-from tests.engines.versions import PULUMI_BIN, PULUMI_NODE_SDK, not_built
+from tests.engines.versions import PULUMI_BIN, not_built
 from tests.harness import ROOT
 from tests.kubelet.pod import wait_until
 from tests.realengine.conftest import required
-from tests.realengine.generated_sdk import example_with_sdk, run
+from tests.realengine.generated_sdk import typescript_example
 from tests.realengine.node.conftest import NodeInfo
 from tests.realengine.node.stacks import StackOnRealNode
 from tests.realengine.pulumi_stack import missing
@@ -33,19 +33,9 @@ PROPERTIES = {"image": "ghcr.io/flux-framework/flux-restful-api:latest", "size":
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example with its SDK, its packages installed from the npm registry (@pulumi/pulumi at the last
-    release that runs on this machine's Node.js 20), and the package's plugin where it is."""
-    required(None if shutil.which("npm") else "npm is not installed")
+    """The example with its SDK and its packages (generated_sdk.py), and the package's plugin where it is."""
     required(missing() or not_built("the Node.js language host", [PULUMI_BIN / "pulumi-language-nodejs"]))
-    folder = example_with_sdk("typescript", "nodejs", tmp_path_factory.mktemp("typescript"))
-    manifest = json.loads((folder / "package.json").read_text())
-    manifest["dependencies"] |= {
-        "@flux-minicluster/minicluster": "file:sdks/minicluster",
-        "@pulumi/pulumi": PULUMI_NODE_SDK,
-    }
-    (folder / "package.json").write_text(json.dumps(manifest, indent=2))
-    run(["npm", "install", "--no-audit", "--no-fund"], folder)
-    return folder
+    return typescript_example(tmp_path_factory, tmp_path_factory.mktemp("typescript"))
 
 
 @pytest.fixture
