@@ -13,7 +13,7 @@ from flux_minicluster.config.loader import load_spec
 from tests.kube_api import Cluster, StandIn
 from tests.kubelet.image import real_flux_missing
 from tests.kubelet.pods import Kubelet
-from tests.scheduling import ModulesKeptTogether
+from tests.scheduling import ModulesKeptTogether, longest_first
 
 IMAGE = "ghcr.io/flux-framework/flux-restful-api:latest"
 BASE_CONFIG: dict[str, Any] = {"image": IMAGE, "size": 4, "command": "hostname"}
@@ -107,19 +107,8 @@ def minicluster(tmp_path: Path, real_flux: None) -> Iterator[Callable[..., Kubel
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest tests first: the README's first command (the longest of all, three minutes in CI),
-    then the real-engine tier, its user journeys on the real node (node/) at its head. A worker can
-    steal only tests not yet begun, and takes them from the end of another's queue (pyproject.toml:
-    worksteal), so a long test begun last would leave the other worker idle to the end. A stable sort:
-    each file keeps its order."""
-
-    def begun(item: pytest.Item) -> int:
-        path = item.path.relative_to(item.config.rootpath).as_posix()
-        if path == "tests/realengine/node/test_readme_main_command.py":
-            return 0
-        return 1 if path.startswith("tests/realengine/node/") else 2 if path.startswith("tests/realengine/") else 3
-
-    items.sort(key=begun)
+    """The longest tests first (tests/scheduling.py)."""
+    longest_first(items)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> ModulesKeptTogether | None:

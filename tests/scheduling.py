@@ -1,8 +1,13 @@
-"""pytest-xdist's work stealing, except that the tests of one real-engine module stay on one worker.
+"""The order in which the suite's tests are handed out, and pytest-xdist's work stealing, except that
+the tests of one real-engine module stay on one worker.
 
-Those modules share a `pulumi up` (or an npm install) among their read-only tests in a module-scoped
-fixture. Plain worksteal cuts the queue anywhere, so a module's tests could land on both workers and
-each would deploy the stack again: 15 to 40 s of a worker's time for each module split. Here a cut,
+The longest first: a worker can steal only tests not yet begun, and takes them from the end of the
+other's queue (pyproject.toml: worksteal), so a long module begun last leaves the other worker idle to
+the end (one run ended with a module of 81 s stolen last, 52 s after the other worker's last test).
+
+The real-engine modules share a `pulumi up` among their read-only tests in a module-scoped fixture.
+Plain worksteal cuts the queue anywhere, so a module's tests could land on both workers and each would
+deploy the stack again: 15 to 40 s of a worker's time for each module split. Here a cut,
 when tests are first handed out or when an idle worker steals, only falls between such modules; the
 unit tiers are still cut anywhere, one test at a time. The rest is worksteal's own (xdist 3.8's
 WorkStealingScheduling, pinned in constraints.txt)."""
@@ -11,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pytest
 from xdist.scheduler.worksteal import MIN_PENDING, NodePending, WorkStealingScheduling
 
 if TYPE_CHECKING:
@@ -18,6 +24,38 @@ if TYPE_CHECKING:
 
 KEPT_TOGETHER = "tests/realengine/"
 """The modules whose tests one worker runs: `nodeid` prefixes."""
+
+LONGEST = (
+    "tests/realengine/node/test_readme_main_command.py",  # 145 s
+    "tests/realengine/node/test_interactive.py",  # 86 s
+    "tests/realengine/node/test_typescript_program.py",  # 81 s with the npm install, about 50 s without
+    "tests/realengine/test_component_package.py",  # 63 s
+    "tests/realengine/node/test_keeper_stack.py",  # 62 s
+    "tests/realengine/node/test_image_change.py",  # 45 s
+    "tests/realengine/node/test_flux_view.py",  # 44 s
+    "tests/realengine/node/test_secrets.py",  # 37 s
+    "tests/realengine/node/test_go_program.py",  # 31 s
+    "tests/realengine/test_typescript_example.py",  # 44 s with the npm install, about 15 s without
+    "tests/realengine/test_status_after_faults.py",  # 27 s
+    "tests/realengine/node/test_restricted.py",  # 26 s
+    "tests/realengine/node/test_dev_stack.py",  # 26 s
+)
+"""The modules that took longest in CI, longest first: seconds of one worker in one run (2 cores,
+without flux-core, 2026-11-27). A module left out, or one that grew, is only handed out later than it
+could be."""
+
+
+def longest_first(items: list[pytest.Item]) -> None:
+    """LONGEST in its order, then the rest of the real node's journeys, then the rest of the real-engine
+    tier, then everything else. A stable sort: each file keeps its order."""
+
+    def rank(item: pytest.Item) -> tuple[int, int]:
+        path = item.path.relative_to(item.config.rootpath).as_posix()
+        if path in LONGEST:
+            return 0, LONGEST.index(path)
+        return (1 if path.startswith("tests/realengine/node/") else 2 if path.startswith(KEPT_TOGETHER) else 3), 0
+
+    items.sort(key=rank)
 
 
 class ModulesKeptTogether(WorkStealingScheduling):
