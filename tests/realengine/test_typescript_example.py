@@ -15,9 +15,10 @@ from tests.realengine.generated_sdk import errors, typescript_example
 EXAMPLE = ROOT / "examples" / "typescript" / "index.ts"
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return typescript_example(tmp_path_factory, tmp_path_factory.mktemp("typescript"))
+@pytest.fixture
+def project(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    """The example in a folder of the test's own (its index.ts is the test's to change)."""
+    return typescript_example(tmp_path_factory, tmp_path / "typescript")
 
 
 def compile_errors(project: Path, program: str) -> str:

@@ -8,7 +8,6 @@ nothing created, and a persistent MiniCluster declared in TypeScript resizes in 
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,26 +30,18 @@ PROPERTIES = {"image": "ghcr.io/flux-framework/flux-restful-api:latest", "size":
 """The example's MiniCluster, as index.ts declares it."""
 
 
-@pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example with its SDK and its packages (generated_sdk.py), and the package's plugin where it is."""
-    required(missing() or not_built("the Node.js language host", [PULUMI_BIN / "pulumi-language-nodejs"]))
-    return typescript_example(tmp_path_factory, tmp_path_factory.mktemp("typescript"))
-
-
 @pytest.fixture
 def typescript(
-    installed: Path, admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path,
-    real_node: NodeInfo,
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path,
+    tmp_path_factory: pytest.TempPathFactory, real_node: NodeInfo,
 ) -> Callable[..., StackOnRealNode]:  # fmt: skip
-    """The example's stack `dev` in a folder of the test's own (node_modules shared), its program's
-    MiniCluster in the test's namespace, with `changes` to its properties (None: left out)."""
+    """The example's stack `dev` in a folder of the test's own, with its SDK and packages (generated_sdk.py:
+    node_modules shared), its program's MiniCluster in the test's namespace, with `changes` to its
+    properties (None: left out); the package's plugin where it is."""
+    required(missing() or not_built("the Node.js language host", [PULUMI_BIN / "pulumi-language-nodejs"]))
+    project = typescript_example(tmp_path_factory, tmp_path / "project")
 
     def make(**changes: Any) -> StackOnRealNode:
-        project = tmp_path / "project"
-        shutil.copytree(installed, project, ignore=shutil.ignore_patterns("node_modules"), dirs_exist_ok=True)
-        if not (project / "node_modules").exists():
-            (project / "node_modules").symlink_to(installed / "node_modules")
         properties = {key: value for key, value in {**PROPERTIES, **changes}.items() if value is not None}
         program(project, properties, namespace)
         return StackOnRealNode(admin, control_plane, namespace, tmp_path, "hello", properties, project=project)
