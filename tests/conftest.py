@@ -13,7 +13,7 @@ from flux_minicluster.config.loader import load_spec
 from tests.kube_api import Cluster, StandIn
 from tests.kubelet.image import real_flux_missing
 from tests.kubelet.pods import Kubelet
-from tests.scheduling import ModulesKeptTogether, longest_first
+from tests.scheduling import ModulesKeptTogether, kept_together_mismatch, longest_first
 
 IMAGE = "ghcr.io/flux-framework/flux-restful-api:latest"
 BASE_CONFIG: dict[str, Any] = {"image": IMAGE, "size": 4, "command": "hostname"}
@@ -107,7 +107,11 @@ def minicluster(tmp_path: Path, real_flux: None) -> Iterator[Callable[..., Kubel
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The longest tests first (tests/scheduling.py)."""
+    """The longest tests first, and the modules kept whole on one worker named where they are
+    (tests/scheduling.py)."""
+    mismatch = kept_together_mismatch(items)
+    if mismatch:
+        raise pytest.UsageError(f"tests/scheduling.py: KEPT_TOGETHER is wrong about {', '.join(mismatch)}")
     longest_first(items)
 
 

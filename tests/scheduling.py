@@ -5,11 +5,11 @@ The longest first: a worker can steal only tests not yet begun, and takes them f
 other's queue (pyproject.toml: worksteal), so a long module begun last leaves the other worker idle to
 the end (one run ended with a module of 81 s stolen last, 52 s after the other worker's last test).
 
-The real-engine modules share a `pulumi up` among their read-only tests in a module-scoped fixture.
+Some real-engine modules share a `pulumi up` among their read-only tests in a module-scoped fixture.
 Plain worksteal cuts the queue anywhere, so a module's tests could land on both workers and each would
-deploy the stack again: 15 to 40 s of a worker's time for each module split. Here a cut,
-when tests are first handed out or when an idle worker steals, only falls between such modules; the
-unit tiers are still cut anywhere, one test at a time. The rest is worksteal's own (xdist 3.8's
+deploy the stack again: 15 to 40 s of a worker's time for each module split. Here a cut, when tests are
+first handed out or when an idle worker steals, never splits such a module; every other module is cut
+anywhere, one test at a time, so that the last minute can still be shared out. The rest is worksteal's own (xdist 3.8's
 WorkStealingScheduling, pinned in constraints.txt)."""
 
 from __future__ import annotations
@@ -22,8 +22,37 @@ from xdist.scheduler.worksteal import MIN_PENDING, NodePending, WorkStealingSche
 if TYPE_CHECKING:
     from xdist.workermanage import WorkerController
 
-KEPT_TOGETHER = "tests/realengine/"
-"""The modules whose tests one worker runs: `nodeid` prefixes."""
+REAL_ENGINES = "tests/realengine/"
+
+KEPT_TOGETHER = (
+    "tests/realengine/node/test_dev_stack.py",
+    "tests/realengine/node/test_go_program.py",
+    "tests/realengine/node/test_interactive.py",
+    "tests/realengine/node/test_keeper.py",
+    "tests/realengine/node/test_rank0_eviction.py",
+    "tests/realengine/node/test_restricted.py",
+    "tests/realengine/node/test_secrets.py",
+    "tests/realengine/test_go_example.py",
+)
+"""The real-engine modules whose tests share a module-scoped fixture: one worker runs each whole. A
+session whose modules disagree with this list stops at collection (`kept_together_mismatch`)."""
+
+
+def module_of(item: pytest.Item) -> str:
+    return item.path.relative_to(item.config.rootpath).as_posix()
+
+
+def kept_together_mismatch(items: list[pytest.Item]) -> list[str]:
+    """The real-engine modules among `items` that share a module-scoped fixture and are not in
+    KEPT_TOGETHER, or are in it and share none."""
+    sharing: dict[str, bool] = {}
+    for item in items:
+        if isinstance(item, pytest.Function) and module_of(item).startswith(REAL_ENGINES):
+            definitions = item._fixtureinfo.name2fixturedefs.values()  # pytest's own record of its fixtures
+            shares = any(definition.scope == "module" for chain in definitions for definition in chain)
+            sharing[module_of(item)] = sharing.get(module_of(item), False) or shares
+    return sorted(module for module, shares in sharing.items() if shares != (module in KEPT_TOGETHER))
+
 
 LONGEST = (
     "tests/realengine/node/test_readme_main_command.py",  # 145 s
@@ -50,10 +79,10 @@ def longest_first(items: list[pytest.Item]) -> None:
     tier, then everything else. A stable sort: each file keeps its order."""
 
     def rank(item: pytest.Item) -> tuple[int, int]:
-        path = item.path.relative_to(item.config.rootpath).as_posix()
+        path = module_of(item)
         if path in LONGEST:
             return 0, LONGEST.index(path)
-        return (1 if path.startswith("tests/realengine/node/") else 2 if path.startswith(KEPT_TOGETHER) else 3), 0
+        return (1 if path.startswith(f"{REAL_ENGINES}node/") else 2 if path.startswith(REAL_ENGINES) else 3), 0
 
     items.sort(key=rank)
 
@@ -64,7 +93,7 @@ class ModulesKeptTogether(WorkStealingScheduling):
         assert self.collection is not None
         nodeid = self.collection[index]
         module = nodeid.split("::", 1)[0]
-        return module if module.startswith(KEPT_TOGETHER) else nodeid
+        return module if module in KEPT_TOGETHER else nodeid
 
     def cut(self, queue: list[int], at: int, lowest: int = 0) -> int:
         """The place nearest to `at`, from `lowest` to the queue's end, that splits no module kept

@@ -1,5 +1,6 @@
 """The suite's xdist scheduling (tests/scheduling.py): work stealing that never splits a real-engine
-module between workers, and splits the unit tiers anywhere, as worksteal does."""
+module whose tests share a module-scoped fixture, and splits every other module anywhere, as worksteal
+does."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from xdist.workermanage import WorkerController
 
 from tests.scheduling import ModulesKeptTogether
 
-MODULE_A = [f"tests/realengine/node/test_a.py::test_{n}" for n in range(3)]
-MODULE_B = [f"tests/realengine/test_b.py::test_{n}" for n in range(4)]
+MODULE_A = [f"tests/realengine/node/test_interactive.py::test_{n}" for n in range(3)]
+MODULE_B = [f"tests/realengine/node/test_secrets.py::test_{n}" for n in range(4)]
 UNIT = [f"tests/builders/test_u.py::test_{n}" for n in range(8)]
+UNSHARED = [f"tests/realengine/node/test_flux_view.py::test_{n}" for n in range(8)]
+"""A real-engine module whose tests share no fixture of its own."""
 
 
 @dataclass(eq=False)
@@ -95,3 +98,9 @@ def test_unit_tests_are_stolen_one_by_one_as_worksteal_does() -> None:
     scheduler, first, second = scheduled(UNIT)
     run_all(scheduler, second)
     assert named(UNIT, first.asked_back) == UNIT[2:4]
+
+
+def test_a_real_engine_module_that_shares_no_fixture_is_stolen_one_by_one() -> None:
+    scheduler, first, second = scheduled(UNSHARED)
+    run_all(scheduler, second)
+    assert named(UNSHARED, first.asked_back) == UNSHARED[2:4]
