@@ -49,7 +49,9 @@ def typescript_example(tmp_path_factory: pytest.TempPathFactory, folder: Path) -
                 "@pulumi/pulumi": PULUMI_NODE_SDK,
             }
             (installed / "package.json").write_text(json.dumps(manifest, indent=2))
-            run(["npm", "install", "--no-audit", "--no-fund"], installed)
+            # Packages the npm cache holds are taken from it without asking the registry again: 8 s
+            # instead of 18 here, where the registry's answers carry nothing that lets npm trust its cache.
+            run(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline"], installed)
             (installed / "node_modules" / ".installed").touch()
     shutil.copytree(installed, folder, ignore=shutil.ignore_patterns("node_modules"), dirs_exist_ok=True)
     (folder / "node_modules").symlink_to(installed / "node_modules")
