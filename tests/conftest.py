@@ -116,8 +116,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> ModulesKeptTogether | None:
-    """worksteal (pyproject.toml), with each real-engine module's tests kept on one worker, so that its
-    shared stack is deployed once (tests/scheduling.py); another --dist as xdist has it."""
+    """worksteal (pyproject.toml), with the tests of each module that shares a module-scoped stack kept on
+    one worker, so that the stack is deployed once (tests/scheduling.py); another --dist as xdist has it."""
     return ModulesKeptTogether(config, log) if config.getvalue("dist") == "worksteal" else None
 
 

@@ -9,8 +9,8 @@ Some real-engine modules share a `pulumi up` among their read-only tests in a mo
 Plain worksteal cuts the queue anywhere, so a module's tests could land on both workers and each would
 deploy the stack again: 15 to 40 s of a worker's time for each module split. Here a cut, when tests are
 first handed out or when an idle worker steals, never splits such a module; every other module is cut
-anywhere, one test at a time, so that the last minute can still be shared out. The rest is worksteal's own (xdist 3.8's
-WorkStealingScheduling, pinned in constraints.txt)."""
+anywhere, one test at a time, so that the last minute can still be shared out. The rest is
+worksteal's own (xdist 3.8's WorkStealingScheduling, pinned in constraints.txt)."""
 
 from __future__ import annotations
 
@@ -47,10 +47,11 @@ def kept_together_mismatch(items: list[pytest.Item]) -> list[str]:
     KEPT_TOGETHER, or are in it and share none."""
     sharing: dict[str, bool] = {}
     for item in items:
-        if isinstance(item, pytest.Function) and module_of(item).startswith(REAL_ENGINES):
+        module = module_of(item)
+        if isinstance(item, pytest.Function) and module.startswith(REAL_ENGINES):
             definitions = item._fixtureinfo.name2fixturedefs.values()  # pytest's own record of its fixtures
             shares = any(definition.scope == "module" for chain in definitions for definition in chain)
-            sharing[module_of(item)] = sharing.get(module_of(item), False) or shares
+            sharing[module] = sharing.get(module, False) or shares
     return sorted(module for module, shares in sharing.items() if shares != (module in KEPT_TOGETHER))
 
 
@@ -117,10 +118,10 @@ class ModulesKeptTogether(WorkStealingScheduling):
         def idle_nodes() -> list[WorkerController]:
             return [node for node, pending in nodes_up if len(pending) < MIN_PENDING]
 
-        if not idle_nodes():
+        idle = idle_nodes()
+        if not idle:
             return
         if self.pending:
-            idle = idle_nodes()
             for i, node in enumerate(idle):
                 self._send_tests(node, len(self.pending) // (len(idle) - i))
             if not idle_nodes():
