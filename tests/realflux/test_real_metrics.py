@@ -4,12 +4,17 @@ real Flux, in the Job's pods on this machine (tests/kubelet), read as Prometheus
 
 from __future__ import annotations
 
+import json
+import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.flux_instance import READINGS, Instance
+from tests.kubelet.image import FLUX
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
 
@@ -17,6 +22,7 @@ pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]
 PORT = 9410
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+SCRIPTS = READINGS.parent
 
 
 def scrape(pod: Pod) -> Samples:
@@ -73,3 +79,55 @@ def test_a_worker_whose_broker_is_not_up_says_so(minicluster: Make) -> None:
     worker = cluster.start(1)  # no rank 0 yet: its broker cannot join
     wait_until(lambda: serving(worker), "the worker to serve its metrics", 10)
     assert scrape(worker) == {("minicluster_broker_up", (("rank", "1"),)): 0}
+
+
+# A scrape's reading, in Flux's own Python against Flux's own instance, with every RPC it sends recorded
+# where the bindings make them (flux.rpc.RPC: handle.rpc and the resource module's requests alike).
+RECORDED_SCRAPE = """import json, sys
+import flux.rpc
+sent = []
+sending = flux.rpc.RPC.__init__
+def recorded(self, handle, topic, *args, **kwargs):
+    sent.append(topic)
+    sending(self, handle, topic, *args, **kwargs)
+flux.rpc.RPC.__init__ = recorded
+sys.path.insert(0, sys.argv[1])
+import metrics
+samples = metrics.Source().read()
+pending = [value for name, labels, value in samples
+           if name == "flux_jobs" and labels == {"state": "pending", "queue": "all"}]
+print(json.dumps({"sent": sent, "pending": pending}))
+"""
+
+
+def recorded_scrape(held: Instance, scale: Path) -> dict[str, Any]:
+    env = {"MC_RANK": "0", "MC_METRICS_CACHE": "0", "MC_LOCAL_URI": held.uri, "MC_SCALE_DIR": str(scale),
+           "MC_MIN_SIZE": "1", "MC_MAX_SIZE": "2"}  # fmt: skip
+    done = subprocess.run(
+        [str(FLUX), "python", "-c", RECORDED_SCRAPE, str(SCRIPTS)], env=held.env(env), capture_output=True, text=True,
+        timeout=30,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_a_scrape_asks_flux_the_same_with_1000_jobs_as_with_10_and_never_for_a_list_of_jobs(
+    real_flux: None, tmp_path: Path
+) -> None:
+    """Rank 0's scrape reads counters the broker keeps (job-list's job-stats, resource and queue status),
+    so its cost does not grow with the jobs: tests/bench/metrics.py times it."""
+    (tmp_path / "size").write_text("2")
+    held = Instance(2)
+    try:
+        seen = {}
+        for jobs, more in ((10, 10), (1000, 990)):
+            submitted = held.run(str(FLUX), "submit", "--urgency=hold", f"--cc=1-{more}", "--quiet", "true",
+                                 timeout=300)  # fmt: skip
+            assert submitted.returncode == 0, submitted.stderr
+            seen[jobs] = recorded_scrape(held, tmp_path)
+    finally:
+        held.close()
+    assert [seen[jobs]["pending"] for jobs in (10, 1000)] == [[10], [1000]]
+    assert seen[10]["sent"] == seen[1000]["sent"]
+    assert "job-list.job-stats" in seen[10]["sent"]
+    assert not [topic for topic in seen[10]["sent"] if topic.startswith("job-list.") and topic != "job-list.job-stats"]
