@@ -74,6 +74,30 @@ def test_a_grow_whose_pods_never_come_is_rolled_back_after_schedule_timeout(
     assert cluster.api.config_maps[("default", cluster.kubelet.scale_config)]["data"] == {"size": "1", "quorum": "1"}
 
 
+def test_a_job_event_wakes_the_autoscaler_whose_periodic_look_is_an_hour_away(
+    minicluster: Make, api_server: StandIn
+) -> None:
+    """Each look begins by reading the Job. With the periodic look an hour away, every look after the
+    first is one that a job event woke: a job that fits wakes one, and one that needs a node grows the
+    cluster. How soon is tests/bench/autoscale.py's to time (its "detect")."""
+    cluster = autoscaled(minicluster, api_server, autoscale={**AUTOSCALE, "interval": 3600})
+
+    def looks() -> int:
+        return cluster.api.reads("/jobs/dev")
+
+    cluster.wait(lambda: looks() == 1, "the autoscaler's first look")
+    fits = cluster.submit("-N1", "true")
+    cluster.wait(lambda: cluster.job_field(fits, "status") == "COMPLETED", "the job that fits to run")
+    cluster.wait(lambda: looks() >= 2, "a look woken by its events")
+    assert cluster.size == 1
+    needs_two = cluster.submit("-N2", "true")
+    cluster.wait(lambda: cluster.job_field(needs_two, "status") == "COMPLETED", "the job to run on a new broker")
+    assert cluster.size == 2
+    assert [event["message"] for event in cluster.events("Grew")] == [
+        "grew from 1 to 2 brokers: 1 queued job needs 2 nodes, 1 free"
+    ]
+
+
 def test_while_a_pulumi_up_resizes_the_autoscaler_waits_then_acts(minicluster: Make, api_server: StandIn) -> None:
     cluster = autoscaled(minicluster, api_server)
     job = cluster.api.jobs[("default", "dev")]
