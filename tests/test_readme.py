@@ -88,11 +88,11 @@ def recorder(path: Path, log: Path) -> None:
 
 
 def fake_python(path: Path) -> None:
-    """`python3 -m venv venv` makes a venv whose pip does nothing; anything else is the real Python."""
+    """`python3 -m venv venv` makes a venv whose pip and uv do nothing; anything else is the real Python."""
     path.write_text(
         "#!/bin/bash\n"
-        'if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin" && printf "#!/bin/sh\\n" >"$3/bin/pip" '
-        '&& chmod +x "$3/bin/pip"; exit 0; fi\n'
+        'if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin" && for tool in pip uv; do printf "#!/bin/sh\\n" '
+        '>"$3/bin/$tool" && chmod +x "$3/bin/$tool"; done; exit 0; fi\n'
         f'exec {sys.executable} "$@"\n'
     )
     path.chmod(0o755)
