@@ -102,6 +102,11 @@ class Autoscaled:
         except IndexError:  # not made yet
             return False
 
+    @property
+    def looks(self) -> int:
+        """How many looks the autoscaler has begun: each one reads the Job first."""
+        return self.api.reads(f"/jobs/{self.kubelet.spec.name}")
+
     def events(self, reason: str | None = None) -> list[dict[str, Any]]:
         return [event for event in self.api.events if reason is None or event["reason"] == reason]
 

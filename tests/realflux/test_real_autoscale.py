@@ -77,18 +77,14 @@ def test_a_grow_whose_pods_never_come_is_rolled_back_after_schedule_timeout(
 def test_a_job_event_wakes_the_autoscaler_whose_periodic_look_is_an_hour_away(
     minicluster: Make, api_server: StandIn
 ) -> None:
-    """Each look begins by reading the Job. With the periodic look an hour away, every look after the
-    first is one that a job event woke: a job that fits wakes one, and one that needs a node grows the
-    cluster. How soon is tests/bench/autoscale.py's to time (its "detect")."""
+    """With the periodic look an hour away, every look after the first is one that a job event woke: a
+    job that fits wakes one, and one that needs a node grows the cluster. How soon is
+    tests/bench/autoscale.py's to time (its "detect")."""
     cluster = autoscaled(minicluster, api_server, autoscale={**AUTOSCALE, "interval": 3600})
-
-    def looks() -> int:
-        return cluster.api.reads("/jobs/dev")
-
-    cluster.wait(lambda: looks() == 1, "the autoscaler's first look")
+    cluster.wait(lambda: cluster.looks == 1, "the autoscaler's first look")
     fits = cluster.submit("-N1", "true")
     cluster.wait(lambda: cluster.job_field(fits, "status") == "COMPLETED", "the job that fits to run")
-    cluster.wait(lambda: looks() >= 2, "a look woken by its events")
+    cluster.wait(lambda: cluster.looks >= 2, "a look woken by its events")
     assert cluster.size == 1
     needs_two = cluster.submit("-N2", "true")
     cluster.wait(lambda: cluster.job_field(needs_two, "status") == "COMPLETED", "the job to run on a new broker")
@@ -104,7 +100,8 @@ def test_while_a_pulumi_up_resizes_the_autoscaler_waits_then_acts(minicluster: M
     job["metadata"]["annotations"] = {sizing.RESIZING: sizing.lease(sizing.PULUMI, time.time() + 60)}
     cluster.submit("-N2", "true")
     cluster.wait(lambda: "a `pulumi up` is resizing the cluster" in cluster.autoscaler_log, "the autoscaler to wait")
-    time.sleep(2)  # two more looks (interval 1 s)
+    looked = cluster.looks
+    cluster.wait(lambda: cluster.looks >= looked + 2, "two more looks")
     assert cluster.size == 1
     job["metadata"]["annotations"] = {}
     cluster.wait(lambda: cluster.size == 2 and cluster.ready(2), "the cluster to grow once the lease is given back")
