@@ -100,12 +100,14 @@ print(json.dumps({"sent": sent, "pending": pending}))
 """
 
 
-def recorded_scrape(held: Instance, scale: Path) -> dict[str, Any]:
-    env = {"MC_RANK": "0", "MC_METRICS_CACHE": "0", "MC_LOCAL_URI": held.uri, "MC_SCALE_DIR": str(scale),
+def recorded_scrape(instance: Instance, scale: Path) -> dict[str, Any]:
+    """What rank 0's scrape of `instance` sends Flux (each RPC's topic, in order) and reads of its
+    pending jobs."""
+    env = {"MC_RANK": "0", "MC_METRICS_CACHE": "0", "MC_LOCAL_URI": instance.uri, "MC_SCALE_DIR": str(scale),
            "MC_MIN_SIZE": "1", "MC_MAX_SIZE": "2"}  # fmt: skip
     done = subprocess.run(
-        [str(FLUX), "python", "-c", RECORDED_SCRAPE, str(SCRIPTS)], env=held.env(env), capture_output=True, text=True,
-        timeout=30,
+        [str(FLUX), "python", "-c", RECORDED_SCRAPE, str(SCRIPTS)], env=instance.env(env), capture_output=True,
+        text=True, timeout=30,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]
@@ -117,16 +119,16 @@ def test_a_scrape_asks_flux_the_same_with_1000_jobs_as_with_10_and_never_for_a_l
     """Rank 0's scrape reads counters the broker keeps (job-list's job-stats, resource and queue status),
     so its cost does not grow with the jobs: tests/bench/metrics.py times it."""
     (tmp_path / "size").write_text("2")
-    held = Instance(2)
+    instance = Instance(2)
     try:
         seen = {}
         for jobs, more in ((10, 10), (1000, 990)):
-            submitted = held.run(str(FLUX), "submit", "--urgency=hold", f"--cc=1-{more}", "--quiet", "true",
+            submitted = instance.run(str(FLUX), "submit", "--urgency=hold", f"--cc=1-{more}", "--quiet", "true",
                                  timeout=300)  # fmt: skip
             assert submitted.returncode == 0, submitted.stderr
-            seen[jobs] = recorded_scrape(held, tmp_path)
+            seen[jobs] = recorded_scrape(instance, tmp_path)
     finally:
-        held.close()
+        instance.close()
     assert [seen[jobs]["pending"] for jobs in (10, 1000)] == [[10], [1000]]
     assert seen[10]["sent"] == seen[1000]["sent"]
     assert "job-list.job-stats" in seen[10]["sent"]
