@@ -7,7 +7,6 @@ from __future__ import annotations
 import fcntl
 import signal
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -209,11 +208,14 @@ def test_a_queue_a_user_stopped_after_a_replacement_stays_stopped_across_the_nex
     assert busy.rank0.terminate() == 143
     busy.cluster.start(0)
     busy.replaced()  # the first hand-over's queues started again
+    claim = busy.cluster.claim("flux-state")
+    assert [note.read_text() for note in claim.rglob(lifecycle.STOPPED_QUEUES_FILE)] == ["\n"]  # the default queue
     busy.rank0.flux("queue", "stop", "--quiet", "--message=maintenance")
     assert busy.rank0.terminate() == 143
+    assert "scheduling was stopped already (flux queue stop): it stays stopped" in busy.rank0.log
+    assert not list(claim.rglob(lifecycle.STOPPED_QUEUES_FILE))  # nothing noted: the replacement starts no queue
     replacement = busy.cluster.start(0)
     wait_until(replacement.ready, "the replacement's broker to be up", 60)
-    time.sleep(2)  # the time the replacement would take to start a noted queue
     assert replacement.flux("queue", "status").splitlines()[-1] == "Scheduling is stopped"
 
 
