@@ -256,8 +256,9 @@ def test_a_worker_killed_as_rank0_hands_over_does_not_hold_the_hand_over_up(mini
 
 def test_a_killed_rank0_restarted_with_a_stopped_worker_drain_has_it_undrained_again(minicluster: Make) -> None:
     """Its last checkpoint can hold the drain that a stopped worker's replacement has undone since:
-    the worker's broker, restarted once rank 0 is back, undoes it again."""
-    cluster = minicluster(command=None, stateVolume={**STATE, "checkpointPeriod": "3s"})
+    the worker's broker, restarted once rank 0 is back, undoes it again. The checkpoint period leaves
+    the worker's replacement time to undo the drain before rank 0 is killed, with no checkpoint between."""
+    cluster = minicluster(command=None, stateVolume={**STATE, "checkpointPeriod": "10s"})
     pods = cluster.start_all()
     wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
     rank0 = cluster.pod(0)
@@ -270,6 +271,10 @@ def test_a_killed_rank0_restarted_with_a_stopped_worker_drain_has_it_undrained_a
     replacement = cluster.start(0)
     wait_until(replacement.ready, "the replacement's broker to be up", 60)
     wait_until(lambda: available(replacement) == "0-3", "every rank available", 30)
+    # Undone twice: the checkpoint rank 0 came back from held the drain, which is this test's case (a
+    # checkpoint taken after the first undrain would have left nothing to undo). The line follows the
+    # undrain that made the rank available.
+    wait_until(lambda: worker.log.count("undrained this rank") == 2, "the worker to say it undid it again", 10)
 
 
 def available(rank0: Pod) -> str:
