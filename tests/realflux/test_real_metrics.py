@@ -13,16 +13,16 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.flux_instance import READINGS, Instance
+from tests.flux_instance import Instance
 from tests.kubelet.image import FLUX
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
+from tests.pods import SCRIPTS
 
 pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]
 PORT = 9410
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-SCRIPTS = READINGS.parent
 
 
 def scrape(pod: Pod) -> Samples:
