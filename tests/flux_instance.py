@@ -13,7 +13,7 @@ from pathlib import Path
 from flux_minicluster.builders import files
 from tests.kubelet.image import FLUX, HOST_PATH
 
-READINGS = Path(files.__file__).parents[1] / "pod_scripts" / "readings.py"
+READINGS = files.POD_SCRIPTS / "readings.py"
 _started: dict[int, Instance] = {}
 
 

@@ -4,11 +4,11 @@ file name, from the directory they sit in; `sizing` is config/sizing.py, as the 
 from __future__ import annotations
 
 import sys
-from importlib import resources
 
+from flux_minicluster.builders import files
 from flux_minicluster.config import sizing
 
-SCRIPTS_DIR = str(resources.files("flux_minicluster").joinpath("pod_scripts"))
+SCRIPTS_DIR = str(files.POD_SCRIPTS)
 if SCRIPTS_DIR not in sys.path:
     sys.path.append(SCRIPTS_DIR)
 sys.modules.setdefault("sizing", sizing)

@@ -24,7 +24,7 @@ from tests.conftest import config
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDINS = ROOT / "tests" / "standins"
-SCRIPTS = ROOT / "flux_minicluster" / "pod_scripts"
+SCRIPTS = files.POD_SCRIPTS
 ENTRYPOINT = "entrypoint.sh"
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 import tomllib
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import tomli_w
@@ -12,6 +13,8 @@ import tomli_w
 from flux_minicluster.config import lifecycle, paths, rules
 from flux_minicluster.config.spec import MiniClusterSpec
 
+POD_SCRIPTS = Path(str(resources.files("flux_minicluster").joinpath("pod_scripts")))
+"""The folder of the pods' own scripts, as this package holds them (the tests run them from there too)."""
 SCRIPTS = (
     paths.ENTRYPOINT_SCRIPT, "lib.sh", "readiness.sh", "saved_instance.sh", "stopping.sh", "instance.sh",
     "worker_rc.sh", paths.RESIZE_SCRIPT,
@@ -80,7 +83,7 @@ def worker_modules(spec: MiniClusterSpec) -> tuple[str, ...]:
 
 
 def script(name: str) -> str:
-    return resources.files("flux_minicluster").joinpath("pod_scripts", name).read_text()
+    return (POD_SCRIPTS / name).read_text()
 
 
 def run_config_files(spec: MiniClusterSpec) -> dict[str, str]:

@@ -26,7 +26,7 @@ from tests.bench.spread import spread
 from tests.flux_instance import Instance
 from tests.kubelet.image import FLUX
 
-METRICS = Path(files.__file__).parents[1] / "pod_scripts" / "metrics.py"
+METRICS = files.POD_SCRIPTS / "metrics.py"
 
 
 def free_port() -> int:

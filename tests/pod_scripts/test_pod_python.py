@@ -5,14 +5,14 @@ and no annotation that Python evaluates may use what 3.6 lacks (`dict[...]`, `X 
 from __future__ import annotations
 
 import ast
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
+from flux_minicluster.builders import files
 from flux_minicluster.config import sizing
 
-POD_PYTHON = [*sorted(Path(str(resources.files("flux_minicluster").joinpath("pod_scripts"))).glob("*.py")),
+POD_PYTHON = [*sorted(files.POD_SCRIPTS.glob("*.py")),
               Path(sizing.__file__)]  # fmt: skip
 
 

@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from importlib import resources
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -19,7 +18,7 @@ from urllib.parse import urlsplit
 import pytest
 from kubernetes import client
 
-from flux_minicluster.builders import keeper, manifests
+from flux_minicluster.builders import files, keeper, manifests
 from flux_minicluster.builders.names import INDEX_LABEL, REPLACES
 from flux_minicluster.config.loader import load_spec
 from tests.engines.control_plane import ControlPlane
@@ -33,7 +32,7 @@ EVICTED = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEv
            "message": "Eviction API: evicting"}  # fmt: skip
 JOB_BACK_OFF = 10
 """Seconds the Job controller waits after a pod's failure before it makes one (docs/lost-pods.md)."""
-SCRIPTS = Path(str(resources.files("flux_minicluster").joinpath("pod_scripts")))
+SCRIPTS = files.POD_SCRIPTS
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from flux_minicluster.config import lifecycle
+from tests.flux_checkpoints import checkpointed
 from tests.kubelet import faults
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
@@ -57,20 +58,6 @@ class Busy:
         wait_until(replacement.ready, "the replacement's broker to be up", 60)
         wait_until(lambda: self.states()[2:] == ["R", "R"], "the queued jobs to run", 30)
         return replacement
-
-
-def checkpointed(rank0: Pod) -> None:
-    """Until Flux's last checkpoint holds the instance's KVS as it is now. Flux writes one each
-    checkpoint period (stateVolume.checkpointPeriod) in which the KVS changed, numbered by the root it
-    saved: what changes after it is what a killed rank 0 loses."""
-    now = int(rank0.flux("kvs", "getroot", "--sequence").strip())
-
-    def newest() -> int:
-        header, latest, *_ = rank0.flux("content", "checkpoint", "list").splitlines()
-        assert header.split()[:2] == ["Index", "Sequence"], header
-        return int(latest.split()[1])
-
-    wait_until(lambda: newest() >= now, "a checkpoint of the instance as it is now", 30)
 
 
 def test_the_old_rank0_gone_first_its_replacement_brings_the_history_back_and_runs_the_queued_jobs(
@@ -120,7 +107,7 @@ def test_a_killed_rank0_comes_back_from_its_last_checkpoint_and_runs_what_waited
     """No hand-over: the running jobs end at the restart (Flux cannot reattach to them), the waiting
     ones stay queued and run, and the history stays."""
     busy = Busy(minicluster)
-    checkpointed(busy.rank0)
+    checkpointed(busy.rank0.flux)
     busy.rank0.kill()
     busy.rank0.wait()
     busy.cluster.start(0)
@@ -133,7 +120,7 @@ def test_a_crashed_rank0_broker_starts_again_in_its_pod_and_runs_what_waited(min
     """The pod runs on (the OOM killer took the broker, not the entrypoint): the broker starts again at
     once from its last checkpoint in the same pod, so no replacement pod waits out the Job's back-off."""
     busy = Busy(minicluster)
-    checkpointed(busy.rank0)
+    checkpointed(busy.rank0.flux)
     rank0 = busy.rank0
     crashed = rank0.flux("getattr", "broker.pid").strip()
     assert rank0.exec("kill", "-KILL", crashed).returncode == 0
@@ -193,7 +180,7 @@ def test_a_replacement_killed_after_a_hand_over_comes_back_scheduling(minicluste
     assert busy.rank0.terminate() == 143
     busy.cluster.start(0)
     busy.replaced()
-    checkpointed(busy.rank0)
+    checkpointed(busy.rank0.flux)
     busy.rank0.kill()
     busy.rank0.wait()
     replacement = busy.cluster.start(0)
@@ -263,7 +250,7 @@ def test_a_killed_rank0_restarted_with_a_stopped_worker_drain_has_it_undrained_a
     wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
     rank0 = cluster.pod(0)
     assert cluster.pod(3).terminate() == 143  # it drains rank 3 as it stops
-    checkpointed(rank0)  # with the drain
+    checkpointed(rank0.flux)  # with the drain
     worker = cluster.start(3)
     wait_until(lambda: "undrained this rank" in worker.log, "the replacement to undrain rank 3", 30)
     rank0.kill()  # before the next checkpoint

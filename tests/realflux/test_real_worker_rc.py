@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +18,7 @@ from tests.kubelet.pods import Kubelet
 
 pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]
-RUN_SCRIPTS = Path(files.__file__).parents[1] / "pod_scripts"
+RUN_SCRIPTS = files.POD_SCRIPTS
 
 
 def module_names(listing: str) -> list[str]:

@@ -17,6 +17,7 @@ from kubernetes import client, config, watch
 
 from flux_minicluster.builders.names import BROKER_CONTAINER, INDEX_LABEL
 from tests.engines.control_plane import ControlPlane
+from tests.flux_checkpoints import checkpointed
 from tests.harness import example
 from tests.kubelet.pod import wait_until
 from tests.realengine.conftest import required
@@ -158,7 +159,7 @@ def rank0_evicted(plane: ControlPlane, node: NodeInfo, tmp: Path, **keys: Any) -
         done = flux(core, namespace, old, "submit", "--wait", "true").strip()
         flux(core, namespace, old, "submit", "-N2", "sleep", "inf")
         queued = [flux(core, namespace, old, "submit", "-N1", "date", "+%s.%N").strip() for _ in range(2)]
-        time.sleep(2.5)  # two of rank 0's checkpoints (checkpointPeriod 1s): the queue is in the saved state
+        checkpointed(lambda *argv: flux(core, namespace, old, *argv))  # the queue is in the saved state
         watch = PodWatch(core, namespace, old, 0)
         evicted_at = time.time()
         lose(core, namespace, old, "evict")
