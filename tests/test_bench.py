@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from tests.bench import entrypoint_steps as bench_steps
 from tests.bench import sizes as bench
 from tests.bench import stop as bench_stop
 from tests.kube_api import Cluster
@@ -104,3 +105,20 @@ def test_the_autoscale_benchmark_times_a_grow_from_the_submit_to_the_job_running
     measured = {cells[0]: [float(seconds) for seconds in cells[3:]] for cells in rows}
     assert list(measured) == ["detect", "bring-up", "start", "overhead"]
     assert all(seconds >= 0 for times in measured.values() for seconds in times), measured
+
+
+@pytest.mark.realflux
+def test_the_entrypoint_steps_benchmark_finds_each_step_of_a_pods_start_in_order(real_flux: None) -> None:
+    """Real brokers, their processes as the kernel reports them (tests/bench/entrypoint_steps.py): each
+    step of rank 0's and of a worker's start is found, one after the other, the broker is up before the
+    command's first task, and CPU is counted where processes ran. The seconds are the benchmark's."""
+    header, rows = table("entrypoint_steps", "--runs", "1")
+    assert header.startswith("| step (3 brokers; medians of 1 runs) | rank 0: at (s) |")
+    keys = [key for key, _ in (*bench_steps.STEPS, *bench_steps.CPU_ONLY)]
+    assert [cells[0] for cells in rows] == [label for _, label in (*bench_steps.STEPS, *bench_steps.CPU_ONLY)]
+    found = dict(zip(keys, rows, strict=True))  # per row: label, then rank 0's at, takes, CPU, a worker's
+    rank0_starts = [float(found[key][1]) for key in bench_steps.TIMELINE]
+    assert rank0_starts == sorted(rank0_starts), rank0_starts
+    assert float(found["up"][4]) < float(found["task"][4]), found
+    assert float(found["rc1"][3]) > 0 and float(found["rc1"][6]) > 0, found  # Flux's Python; a worker's flux commands
+    assert float(found["pod"][3]) > float(found["to_up"][3]) > 0, found

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from flux_minicluster.config.loader import load_spec
+from flux_minicluster.config.spec import MiniClusterSpec
 from tests.flux_instance import flux_env
 from tests.kubelet.image import FLUX
 from tests.kubelet.pods import Kubelet
@@ -66,10 +67,15 @@ def first_stamp(output: str, since: float) -> float:
     return min(stamps) - since
 
 
+def bench_spec(size: int) -> MiniClusterSpec:
+    """The benchmark's MiniCluster: `size` brokers, COMMAND run once on each."""
+    raw = {"image": "bench", "size": size, "tasks": size, "command": " ".join(COMMAND)}
+    return load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "bench")
+
+
 def minicluster(size: int) -> Timing:
     """The Job's pods, released at once; timed to rank 0's container's exit."""
-    raw = {"image": "bench", "size": size, "tasks": size, "command": " ".join(COMMAND)}
-    spec = load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "bench")
+    spec = bench_spec(size)
     with tempfile.TemporaryDirectory() as directory:
         kubelet = Kubelet(Path(directory), spec)
         try:
