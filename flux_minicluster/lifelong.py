@@ -1,7 +1,7 @@
 """Objects that live as long as their process: the program's imports and declarations, a provider
 process's cluster client. The cyclic garbage collector only walks them, at each full collection and once
 more at the interpreter's exit, which the Pulumi CLI waits for at the end of every `pulumi up` (0.4 s of
-each on the project's machine: docs/benchmarks.md). Standard library only, so that an entry point can
+each on the project's machine: docs/benchmarks/pulumi-up.md). Standard library only, so that an entry point can
 use it before it imports anything else."""
 
 from __future__ import annotations

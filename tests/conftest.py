@@ -43,7 +43,7 @@ def no_real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def collected_after_each_test() -> Iterator[None]:
     """The program and the cluster client freeze what they made out of the garbage collector's passes,
-    for the rest of their process (docs/benchmarks.md); a test process runs them again and again."""
+    for the rest of their process (docs/benchmarks/pulumi-up.md); a test process runs them again and again."""
     yield
     gc.unfreeze()
 

@@ -1,7 +1,7 @@
 """Each config field's meaning: the docstring right under it in its model's class body. The README's
 configuration reference (scripts/config_reference.py) and the component package's schema are made
 from them. They are read from the source when asked, not by pydantic's use_attribute_docstrings, which
-reads every model class's source as its module loads: 0.04 s of every `pulumi up` (docs/benchmarks.md).
+reads every model class's source as its module loads: 0.04 s of every `pulumi up` (docs/benchmarks/pulumi-up.md).
 """
 
 from __future__ import annotations

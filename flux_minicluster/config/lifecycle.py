@@ -66,7 +66,7 @@ WORKER_MODULES = ("heartbeat", "content", "kvs", "kvs-watch", "resource", "job-i
 """The modules Flux's own rc1 (`flux modprobe rc1`, flux-core WORKER_RC_FLUX) loads on a rank above 0
 where nothing is configured beyond Flux's own module table, in an order its dependencies allow. A
 worker's rc1 (worker_rc.sh) loads these with Flux's C commands, and its rc3 removes them in reverse:
-the same modules without modprobe's Python on every worker's way in and out (docs/benchmarks.md)."""
+the same modules without modprobe's Python on every worker's way in and out (docs/benchmarks/sizes-and-bringup.md)."""
 WORKER_RC_FLUX = "0.88."
 """The flux-core version (a prefix of `flux version`'s) whose worker plan WORKER_MODULES is; any other
 Flux runs its own rc1 and rc3."""

@@ -4,7 +4,7 @@ the keeper makes rank 0's replacement while the old pod still stops, the saved i
 the new broker back until the old one has let go, the jobs queued before the eviction run in the
 restarted instance, and the real Job controller takes the keeper's pod as the index's own. The order
 of events is asserted here; how long it takes is the eviction benchmark's (tests/bench/rank0_eviction.py
---keeper, docs/benchmarks.md). Real Flux in real containers (marked realflux)."""
+--keeper, docs/benchmarks/real-node.md). Real Flux in real containers (marked realflux)."""
 
 from __future__ import annotations
 

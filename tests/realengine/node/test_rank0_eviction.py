@@ -2,7 +2,7 @@
 Job controller makes the replacement once the old pod has ended (podReplacementPolicy Failed), the
 replacement restarts the same instance from the saved state, and the jobs queued before the eviction
 run in it. The order of events is asserted here; how long each step takes is the benchmark's
-(tests/bench/rank0_eviction.py, docs/benchmarks.md). Real Flux in real containers (marked realflux)."""
+(tests/bench/rank0_eviction.py, docs/benchmarks/real-node.md). Real Flux in real containers (marked realflux)."""
 
 from __future__ import annotations
 
