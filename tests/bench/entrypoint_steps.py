@@ -61,9 +61,9 @@ def steps(pod: list[Process], entry: Process, rank: int) -> dict[str, Step]:
     programs = [p for p in children if p.program is not None]
     broker = next(p for p in children if p.name.startswith("flux-broker"))
     spawned = sorted((p for p in pod if p.parent == broker.pid), key=lambda p: p.started_at)
-    rc1 = spawned[0]
+    rc1 = spawned[0]  # the broker's first child: its rc1, which the broker runs before anything else
     task = min((p for p in pod if p.program == "date"), key=lambda p: p.exec_at)
-    if rank == 0:
+    if rank == 0:  # up: the instance runs its initial program, this benchmark's `flux submit` (Python)
         up = next(p for p in spawned if p.started_at > rc1.ended_at and p.name == "python3").exec_at
     else:
         up = rc1.ended_at
@@ -82,12 +82,12 @@ def steps(pod: list[Process], entry: Process, rank: int) -> dict[str, Step]:
         "quorum": (rc1.ended_at - t0, up - rc1.ended_at, None),
         "up": (up - t0, 0.0, None),
         "task": (task.exec_at - t0, 0.0, None),
-        "shell_life": (0.0, 0.0, entry.cpu),
-        "broker_life": (0.0, 0.0, broker.cpu),
-        "scheduler_life": (0.0, 0.0, sum(p.subtree_cpu(pod) for p in scheduler)),
-        "beside": (0.0, 0.0, sum(p.subtree_cpu(pod) for p in beside if p.started_at < task.exec_at)),
-        "to_up": (0.0, 0.0, sum(p.cpu for p in pod if p.ended_at <= up and p is not entry and p is not broker)),
-        "pod": (0.0, 0.0, sum(p.cpu for p in pod)),
+        "shell_life": (None, None, entry.cpu),
+        "broker_life": (None, None, broker.cpu),
+        "scheduler_life": (None, None, sum(p.subtree_cpu(pod) for p in scheduler)),
+        "beside": (None, None, sum(p.subtree_cpu(pod) for p in beside if p.started_at < task.exec_at)),
+        "to_up": (None, None, sum(p.cpu for p in pod if p.ended_at <= up and p is not entry and p is not broker)),
+        "pod": (None, None, sum(p.cpu for p in pod)),
     }
     return found
 
