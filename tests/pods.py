@@ -24,7 +24,6 @@ from tests.conftest import config
 
 ROOT = Path(__file__).resolve().parent.parent
 STANDINS = ROOT / "tests" / "standins"
-SCRIPTS = files.POD_SCRIPTS
 ENTRYPOINT = "entrypoint.sh"
 
 

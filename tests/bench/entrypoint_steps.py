@@ -39,8 +39,6 @@ STEPS = (
     ("up", "**the broker up**"),
     ("task", "the command's first task on this pod (`date`)"),
 )
-TIMELINE = ("shell", "prepare", "resources", "broker", "rc1", "quorum", "up", "task")
-"""Rank 0's steps in the order they begin."""
 CPU_ONLY = (
     ("shell_life", "CPU: the entrypoint's shell over its whole life"),
     ("broker_life", "CPU: the broker over its whole life (its start, the command, its shutdown)"),
@@ -51,7 +49,7 @@ CPU_ONLY = (
 )
 Step = tuple[float | None, float | None, float | None]
 """When a step began (s from the entrypoint's exec), what it took (s), and its CPU (s); None where the
-pod has no such step, or the step no CPU of its own."""
+pod has no such step, a milestone ("up", "task") takes no time, or a row has no time or CPU of its own."""
 
 
 def steps(pod: list[Process], entry: Process, rank: int) -> dict[str, Step]:
@@ -80,8 +78,8 @@ def steps(pod: list[Process], entry: Process, rank: int) -> dict[str, Step]:
         "broker": (broker.exec_at - t0, rc1.started_at - broker.exec_at, None),
         "rc1": span([rc1], t0, pod),
         "quorum": (rc1.ended_at - t0, up - rc1.ended_at, None),
-        "up": (up - t0, 0.0, None),
-        "task": (task.exec_at - t0, 0.0, None),
+        "up": (up - t0, None, None),
+        "task": (task.exec_at - t0, None, None),
         "shell_life": (None, None, entry.cpu),
         "broker_life": (None, None, broker.cpu),
         "scheduler_life": (None, None, sum(p.subtree_cpu(pod) for p in scheduler)),
@@ -121,22 +119,16 @@ def table(size: int, runs: int) -> str:
         "| a worker: at (s) | takes (s) | CPU (s) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
-    for key, label in STEPS:
+    for key, label in (*STEPS, *CPU_ONLY):
         cells = [label]
         for rank in (0, 1):
-            at, took, cpu = (median([run[rank][key][i] for run in results]) for i in range(3))
-            cells += [at, took if key not in ("up", "task") else "", cpu]
-        lines.append(f"| {' | '.join(cells)} |")
-    for key, label in CPU_ONLY:
-        cells = [label]
-        for rank in (0, 1):
-            cells += ["", "", median([run[rank][key][2] for run in results])]
+            cells += [median([run[rank][key][i] for run in results]) for i in range(3)]
         lines.append(f"| {' | '.join(cells)} |")
     return "\n".join(lines)
 
 
 def median(values: list[float | None]) -> str:
-    """The median, or an empty cell where the step has no CPU of its own."""
+    """The median, or an empty cell where the row has no such figure."""
     known = [value for value in values if value is not None]
     return f"{statistics.median(known):.3f}" if known else ""
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from flux_minicluster.builders import manifests
+from flux_minicluster.builders import files, manifests
 from tests.harness import ROOT
-from tests.pods import SCRIPTS, Pods
+from tests.pods import Pods
 
 # -- hooks and logging ----------------------------------------------------------------------------
 
@@ -76,7 +76,7 @@ ENGINES = ROOT / "tests" / "engines"
 
 @pytest.mark.parametrize(
     "script",
-    [*sorted(SCRIPTS.glob("*.sh")), *sorted(KUBELET.glob("*.sh")), *sorted(ENGINES.glob("*.sh")),
+    [*sorted(files.POD_SCRIPTS.glob("*.sh")), *sorted(KUBELET.glob("*.sh")), *sorted(ENGINES.glob("*.sh")),
      ROOT / ".ci" / "run", ROOT / "package" / "bin" / "pulumi-resource-minicluster"],
     ids=lambda path: path.name,
 )  # fmt: skip

@@ -32,7 +32,6 @@ EVICTED = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEv
            "message": "Eviction API: evicting"}  # fmt: skip
 JOB_BACK_OFF = 10
 """Seconds the Job controller waits after a pod's failure before it makes one (docs/lost-pods.md)."""
-SCRIPTS = files.POD_SCRIPTS
 
 
 @pytest.fixture
@@ -65,7 +64,7 @@ def kept(
     wait_until(lambda: len(live(core, namespace)) == 3, "the Job's 3 pods", 60)
     log = tmp_path / "keeper.log"
     with log.open("w") as out:
-        process = subprocess.Popen([sys.executable, str(SCRIPTS / "keeper.py")], env=env, stderr=out)
+        process = subprocess.Popen([sys.executable, str(files.POD_SCRIPTS / "keeper.py")], env=env, stderr=out)
     try:
         wait_until(lambda: "watching the pods" in log.read_text(), "the keeper's watch", 30)
         yield core, namespace, log, api

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from flux_minicluster.builders import files
 from tests.flux_instance import Instance
 from tests.kubelet.image import FLUX
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
-from tests.pods import SCRIPTS
 
 pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]
@@ -106,8 +106,8 @@ def recorded_scrape(instance: Instance, scale: Path) -> dict[str, Any]:
     env = {"MC_RANK": "0", "MC_METRICS_CACHE": "0", "MC_LOCAL_URI": instance.uri, "MC_SCALE_DIR": str(scale),
            "MC_MIN_SIZE": "1", "MC_MAX_SIZE": "2"}  # fmt: skip
     done = subprocess.run(
-        [str(FLUX), "python", "-c", RECORDED_SCRAPE, str(SCRIPTS)], env=instance.env(env), capture_output=True,
-        text=True, timeout=30,
+        [str(FLUX), "python", "-c", RECORDED_SCRAPE, str(files.POD_SCRIPTS)], env=instance.env(env),
+        capture_output=True, text=True, timeout=30,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)  # type: ignore[no-any-return]

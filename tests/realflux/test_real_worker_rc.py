@@ -18,7 +18,6 @@ from tests.kubelet.pods import Kubelet
 
 pytestmark = pytest.mark.realflux
 Make = Callable[..., Kubelet]
-RUN_SCRIPTS = files.POD_SCRIPTS
 
 
 def module_names(listing: str) -> list[str]:
@@ -53,7 +52,7 @@ def test_flux_core_0_88s_own_answers_decide_the_way(flux_version: str, short_way
     rank 0 can run alone (a worker's job-ingest needs rank 0's job manager): the short way loads those
     alone, Flux's own rc rank 0's job manager too. So it is real Flux's `flux version` and `flux config
     builtin` (its rc path, its folders) that send 0.88 the short way, and another version Flux's own."""
-    script = f"bash {RUN_SCRIPTS / 'worker_rc.sh'}"
+    script = f"bash {files.POD_SCRIPTS / 'worker_rc.sh'}"
     alone = ("heartbeat", "content", "kvs", "kvs-watch")
     env = {"MC_FLUX": str(FLUX), "MC_WORKER_MODULES": " ".join(alone), "MC_WORKER_RC_FLUX": flux_version}
     done = subprocess.run(
