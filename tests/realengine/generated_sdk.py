@@ -4,17 +4,20 @@ from the package's schema by Pulumi's own generator (tests/engines/sdkgen), in `
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import yaml
 
 from flux_minicluster.provider.schema import package_schema
-from tests.engines.versions import PULUMI_NODE_SDK, SDKGEN_BIN, not_built
+from tests.engines.versions import ENGINES, PULUMI_NODE_SDK, SDKGEN_BIN, not_built
 from tests.harness import ROOT
 from tests.realengine.conftest import required
 from tests.realengine.pulumi_stack import packages_in_place
@@ -33,29 +36,82 @@ def example_with_sdk(example: str, language: str, folder: Path) -> Path:
 
 def typescript_example(tmp_path_factory: pytest.TempPathFactory, folder: Path) -> Path:
     """examples/typescript with its SDK in `folder`, its packages installed from the npm registry
-    (node_modules, a link to one install that the whole run shares: 15 to 40 s each). @pulumi/pulumi is
-    its last release that runs on this machine's Node.js 20 (versions.py), the one npm picks there for
-    the example's own range too; the SDK is linked as `pulumi package add` links it."""
+    (node_modules, a link to an install kept with the engines: npm_installed). @pulumi/pulumi is its last
+    release that runs on this machine's Node.js 20 (versions.py), the one npm picks there for the
+    example's own range too; the SDK is linked as `pulumi package add` links it."""
     required(None if shutil.which("npm") else "npm is not installed")
-    installed = _shared(tmp_path_factory) / "typescript-example"
-    with (installed.parent / "typescript-example.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # xdist's workers: the first installs, the others wait for it
-        if not (installed / "node_modules" / ".installed").exists():
-            shutil.rmtree(installed, ignore_errors=True)
-            example_with_sdk("typescript", "nodejs", installed)
-            manifest = json.loads((installed / "package.json").read_text())
+    staged = _shared(tmp_path_factory) / "typescript-example"
+    with _locked(staged.parent / "typescript-example.lock"):  # xdist's workers: the first makes it
+        if not (staged / "package.json").exists():
+            made = staged.with_name("typescript-example.partial")
+            shutil.rmtree(made, ignore_errors=True)
+            example_with_sdk("typescript", "nodejs", made)
+            manifest = json.loads((made / "package.json").read_text())
             manifest["dependencies"] |= {
                 "@flux-minicluster/minicluster": "file:sdks/minicluster",
                 "@pulumi/pulumi": PULUMI_NODE_SDK,
             }
-            (installed / "package.json").write_text(json.dumps(manifest, indent=2))
-            # Packages the npm cache holds are taken from it without asking the registry again: 8 s
-            # instead of 18 here, where the registry's answers carry nothing that lets npm trust its cache.
-            run(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline"], installed)
-            (installed / "node_modules" / ".installed").touch()
+            (made / "package.json").write_text(json.dumps(manifest, indent=2))
+            made.rename(staged)
+    installed = npm_installed(staged)
     shutil.copytree(installed, folder, ignore=shutil.ignore_patterns("node_modules"), dirs_exist_ok=True)
     (folder / "node_modules").symlink_to(installed / "node_modules")
     return folder
+
+
+NPM_INSTALLS = ENGINES / "npm-installs"
+"""Installs of the examples' packages, one folder a key (npm_installed)."""
+
+
+def npm_installed(project: Path) -> Path:
+    """`project` with its packages installed, from NPM_INSTALLS, or installed there first. Its key is all
+    that npm's result depends on: package.json, the files of the SDKs it links (sdks/), Node.js's and
+    npm's versions. The install took 15 to 40 s in each run, 25 s of CPU; a run whose key is kept takes
+    none. npm links a local SDK relatively (node_modules/@scope/name -> ../../sdks/name), so the kept
+    folder holds the SDK too, and a test's folder links to its node_modules."""
+    digest = hashlib.sha256()
+    for line in (run(["node", "--version"], project).stdout, run(["npm", "--version"], project).stdout):
+        digest.update(line.encode())
+    for path in [project / "package.json", *sorted((project / "sdks").rglob("*"))]:
+        if path.is_file():
+            digest.update(f"{path.relative_to(project)}\0".encode() + path.read_bytes() + b"\0")
+    installed = NPM_INSTALLS / digest.hexdigest()[:16]
+    NPM_INSTALLS.mkdir(parents=True, exist_ok=True)
+    with _locked(installed.with_name(f"{installed.name}.lock")):  # workers, and runs side by side
+        if not installed.exists():
+            made = installed.with_name(f"{installed.name}.partial")
+            shutil.rmtree(made, ignore_errors=True)
+            shutil.copytree(project, made, ignore=shutil.ignore_patterns("node_modules"))
+            # Packages the npm cache holds are taken from it without asking the registry again: 8 s
+            # instead of 18 here, where the registry's answers carry nothing that lets npm trust its cache.
+            run(["npm", "install", "--no-audit", "--no-fund", "--prefer-offline"], made)
+            made.rename(installed)  # whole or not at all: a run stopped mid-install leaves only .partial
+            _forget_all_but_the_newest(KEPT_INSTALLS, installed)
+        os.utime(installed)  # used now: what _forget_all_but_the_newest goes by
+    return installed
+
+
+KEPT_INSTALLS = 4
+"""Each install is 130 MB, and each change to the package's schema makes a new SDK, so a new key."""
+
+
+def _forget_all_but_the_newest(kept: int, new: Path) -> None:
+    """The installs beyond the `kept` used last go, but not `new`, nor one whose lock a run holds now."""
+    others = [path for path in NPM_INSTALLS.iterdir() if path.is_dir() and "." not in path.name and path != new]
+    for old in sorted(others, key=lambda path: path.stat().st_mtime, reverse=True)[kept - 1 :]:
+        with old.with_name(f"{old.name}.lock").open("w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            shutil.rmtree(old, ignore_errors=True)
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with path.open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
