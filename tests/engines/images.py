@@ -15,6 +15,7 @@ Standard library only: tests/engines/node.py runs it before the venv exists.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
@@ -178,6 +179,13 @@ def _file(tar: tarfile.TarFile, path: str, content: bytes, mode: int) -> None:
     info = tarfile.TarInfo(path.lstrip("/"))
     info.size, info.mode = len(content), mode
     tar.addfile(info, io.BytesIO(content))
+
+
+def tar_stream(folder: Path, into: int) -> None:
+    """`folder` as a tar stream into the file descriptor `into`, which it closes at the end. A reader
+    that stops early ends the stream (BrokenPipeError), and says itself why it stopped."""
+    with contextlib.suppress(BrokenPipeError), open(into, "wb") as out, tarfile.open(fileobj=out, mode="w|") as tar:
+        tar.add(folder, arcname=".")
 
 
 class OciLayout:

@@ -22,6 +22,7 @@ import signal
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -115,10 +116,17 @@ class RealNode:
             (self.directory / "registries" / registry / "hosts.toml").write_text(node_files.registry_hosts(registry))
         self.registry = Registry(layout, node_files.NODE_ADDRESS, node_files.REGISTRY_PORT)
         print(f"importing the node's images: {', '.join(names)}", flush=True)
-        archive = subprocess.Popen(["tar", "-C", str(layout), "-cf", "-", "."], stdout=subprocess.PIPE)
-        self.ctr("images", "import", "--all-platforms", "-", stdin=archive.stdout)
-        if archive.wait() != 0:
-            raise RuntimeError(f"tar of {layout} failed")
+        # The layout streamed as a tar by Python, not GNU tar: the Debian root's blob is a hard link to
+        # the cached file, and GNU tar fails ("file changed as we read it") when anything links or
+        # unlinks that file meanwhile, which changes its ctime: another node's start or cleanup did.
+        read_end, write_end = os.pipe()
+        writer = threading.Thread(target=images.tar_stream, args=(layout, write_end), daemon=True)
+        writer.start()
+        try:
+            self.ctr("images", "import", "--all-platforms", "-", stdin=read_end)
+        finally:
+            os.close(read_end)
+            writer.join()
 
     def _kubelet(self) -> None:
         d = self.directory
