@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from flux_minicluster.builders import keygen
-from flux_minicluster.cluster import api_calls, kube
+from flux_minicluster.cluster import api_calls, keygen_pod, kube
 from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
 from flux_minicluster.config import certificate, paths
 from flux_minicluster.config.loader import load_spec
@@ -203,7 +203,11 @@ def watches(api: Cluster) -> list[str]:
     return [path for method, path, _ in api.requests if method == "GET" and path.endswith("/pods")]
 
 
-def test_an_exec_that_ends_without_a_status_while_the_pod_runs_on_says_so(kube_api: Cluster) -> None:
+def test_an_exec_that_ends_without_a_status_while_the_pod_runs_on_says_so(
+    kube_api: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It watches for the pod's end a while (ENDED_REPORT_WAIT, 5 s: here a fraction) and sees none."""
+    monkeypatch.setattr(keygen_pod, "ENDED_REPORT_WAIT", 0.5)
     kube_api.kubelet = kubelet(Step(0.02, status=running()))
     kube_api.exec_handler = lambda _pod, _command: ("", "", None)
     assert "could not read the certificate from the keygen pod (the connection ended first)" in failure()
