@@ -4,6 +4,7 @@ from the package's schema by Pulumi's own generator (tests/engines/sdkgen), in `
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -13,7 +14,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import pytest
 import yaml
 
 from flux_minicluster.provider.schema import package_schema
@@ -34,27 +34,21 @@ def example_with_sdk(example: str, language: str, folder: Path) -> Path:
     return folder
 
 
-def typescript_example(tmp_path_factory: pytest.TempPathFactory, folder: Path) -> Path:
+def typescript_example(folder: Path) -> Path:
     """examples/typescript with its SDK in `folder`, its packages installed from the npm registry
     (node_modules, a link to an install kept with the engines: npm_installed). @pulumi/pulumi is its last
     release that runs on this machine's Node.js 20 (versions.py), the one npm picks there for the
     example's own range too; the SDK is linked as `pulumi package add` links it."""
     required(None if shutil.which("npm") else "npm is not installed")
-    staged = _shared(tmp_path_factory) / "typescript-example"
-    with _locked(staged.parent / "typescript-example.lock"):  # xdist's workers: the first makes it
-        if not (staged / "package.json").exists():
-            made = staged.with_name("typescript-example.partial")
-            shutil.rmtree(made, ignore_errors=True)
-            example_with_sdk("typescript", "nodejs", made)
-            manifest = json.loads((made / "package.json").read_text())
-            manifest["dependencies"] |= {
-                "@flux-minicluster/minicluster": "file:sdks/minicluster",
-                "@pulumi/pulumi": PULUMI_NODE_SDK,
-            }
-            (made / "package.json").write_text(json.dumps(manifest, indent=2))
-            made.rename(staged)
-    installed = npm_installed(staged)
-    shutil.copytree(installed, folder, ignore=shutil.ignore_patterns("node_modules"), dirs_exist_ok=True)
+    example_with_sdk("typescript", "nodejs", folder)
+    manifest = json.loads((folder / "package.json").read_text())
+    manifest["dependencies"] |= {
+        "@flux-minicluster/minicluster": "file:sdks/minicluster",
+        "@pulumi/pulumi": PULUMI_NODE_SDK,
+    }
+    (folder / "package.json").write_text(json.dumps(manifest, indent=2))
+    installed = npm_installed(folder)
+    shutil.copy2(installed / "package-lock.json", folder)  # what npm installed, as a user's project has it
     (folder / "node_modules").symlink_to(installed / "node_modules")
     return folder
 
@@ -69,9 +63,7 @@ def npm_installed(project: Path) -> Path:
     npm's versions. The install took 15 to 40 s in each run, 25 s of CPU; a run whose key is kept takes
     none. npm links a local SDK relatively (node_modules/@scope/name -> ../../sdks/name), so the kept
     folder holds the SDK too, and a test's folder links to its node_modules."""
-    digest = hashlib.sha256()
-    for line in (run(["node", "--version"], project).stdout, run(["npm", "--version"], project).stdout):
-        digest.update(line.encode())
+    digest = hashlib.sha256(_node_and_npm().encode())
     for path in [project / "package.json", *sorted((project / "sdks").rglob("*"))]:
         if path.is_file():
             digest.update(f"{path.relative_to(project)}\0".encode() + path.read_bytes() + b"\0")
@@ -107,17 +99,17 @@ def _forget_all_but_the_newest(kept: int, new: Path) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
+@functools.cache
+def _node_and_npm() -> str:
+    """Node.js's and npm's versions, as they print them."""
+    return "".join(run([tool, "--version"], ROOT).stdout for tool in ("node", "npm"))
+
+
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     with path.open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
-
-
-def _shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """This run's temporary folder that all of xdist's workers share (each has its own below it)."""
-    base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
 
 
 def run(

@@ -16,9 +16,9 @@ EXAMPLE = ROOT / "examples" / "typescript" / "index.ts"
 
 
 @pytest.fixture
-def project(tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+def project(tmp_path: Path) -> Path:
     """The example in a folder of the test's own (its index.ts is the test's to change)."""
-    return typescript_example(tmp_path_factory, tmp_path / "typescript")
+    return typescript_example(tmp_path / "typescript")
 
 
 def compile_errors(project: Path, program: str) -> str:

@@ -32,14 +32,13 @@ PROPERTIES = {"image": "ghcr.io/flux-framework/flux-restful-api:latest", "size":
 
 @pytest.fixture
 def typescript(
-    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path,
-    tmp_path_factory: pytest.TempPathFactory, real_node: NodeInfo,
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_node: NodeInfo,
 ) -> Callable[..., StackOnRealNode]:  # fmt: skip
     """The example's stack `dev` in a folder of the test's own, with its SDK and packages (generated_sdk.py:
     node_modules shared), its program's MiniCluster in the test's namespace, with `changes` to its
     properties (None: left out); the package's plugin where it is."""
     required(missing() or not_built("the Node.js language host", [PULUMI_BIN / "pulumi-language-nodejs"]))
-    project = typescript_example(tmp_path_factory, tmp_path / "project")
+    project = typescript_example(tmp_path / "project")
 
     def make(**changes: Any) -> StackOnRealNode:
         properties = {key: value for key, value in {**PROPERTIES, **changes}.items() if value is not None}
