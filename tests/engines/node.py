@@ -22,10 +22,10 @@ import signal
 import ssl
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -120,13 +120,15 @@ class RealNode:
         # the cached file, and GNU tar fails ("file changed as we read it") when anything links or
         # unlinks that file meanwhile, which changes its ctime: another node's start or cleanup did.
         read_end, write_end = os.pipe()
-        writer = threading.Thread(target=images.tar_stream, args=(layout, write_end), daemon=True)
-        writer.start()
-        try:
-            self.ctr("images", "import", "--all-platforms", "-", stdin=read_end)
-        finally:
-            os.close(read_end)
-            writer.join()
+        with ThreadPoolExecutor(max_workers=1) as writer:
+            written = writer.submit(images.tar_stream, layout, write_end)
+            try:
+                self.ctr("images", "import", "--all-platforms", "-", stdin=read_end)
+            finally:
+                os.close(read_end)  # a writer still writing gets a closed pipe, and ends
+                # The writer's own failure says why the stream was cut short; ctr only says that it was.
+                if (failed := written.exception()) is not None:
+                    raise RuntimeError("streaming the node's images to `ctr images import` failed") from failed
 
     def _kubelet(self) -> None:
         d = self.directory
