@@ -263,5 +263,14 @@ class Node:
             self.core.delete_node(self.name)
         self.streaming.kill()
         self.streaming.wait()
+        # The lone pods (the keygen pod) are this Node's alone, and one may still be in its grace period
+        # (_stop's thread, which dies with the test process): a test that ended then left it running.
+        with self._lock:
+            started = list(self.pods.values())
+        for running in started:
+            running.kill()
+        for running in started:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                running.wait(timeout=10)
         with contextlib.suppress(subprocess.SubprocessError):
-            self.kubelet.close()  # its pods, its network, and the relay
+            self.kubelet.close()  # the Job's pods, its network, and the relay

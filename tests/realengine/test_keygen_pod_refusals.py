@@ -1,6 +1,6 @@
 """The keygen pod when the real API server says no: a namespace that does not exist, a user who may not
 create pods, and one who may create them but not exec into them. The messages are the real API
-server's and RBAC authorizer's, and nothing is left behind."""
+server's and RBAC authorizer's, and nothing is left behind, by the provider or by the test kubelet."""
 
 from __future__ import annotations
 
@@ -11,12 +11,13 @@ import pytest
 from kubernetes import client
 
 from flux_minicluster.builders import keygen
-from flux_minicluster.cluster import kube
+from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
 from tests.kubelet.node import Node, selecting
+from tests.kubelet.pod import wait_until
 from tests.kubelet.pods import Kubelet
 from tests.realengine.accounts import kubeconfig_for
 
@@ -77,14 +78,18 @@ def test_a_user_who_may_not_create_pods_is_told_so_in_the_authorizers_words(
     assert pods(admin, namespace) == []
 
 
+def own_node(admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path) -> Node:
+    """A Node of the test's own that runs the keygen pod (its nodeSelector picks it), with the image's
+    `flux keygen` (real, or the stand-in's real key pair: what is tested here is the exec API's rights)."""
+    spec = load_spec({"minicluster:image": "x"}, "dev")
+    return Node(Kubelet(tmp_path / "node", spec, objects=[]), control_plane, admin, label=namespace)
+
+
 @pytest.fixture
 def node(
     admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, test_kubelet: None
 ) -> Any:
-    """A Node of the test's own that runs the keygen pod (its nodeSelector picks it), with the image's
-    `flux keygen` (real, or the stand-in's real key pair: what is tested here is the exec API's rights)."""
-    spec = load_spec({"minicluster:image": "x"}, "dev")
-    made = Node(Kubelet(tmp_path / "node", spec, objects=[]), control_plane, admin, label=namespace)
+    made = own_node(admin, control_plane, namespace, tmp_path)
     yield made
     made.close()
 
@@ -115,3 +120,23 @@ def test_with_get_and_create_on_pods_exec_the_certificate_comes_and_the_pod_goes
     made = run_keygen_pod(kube.api_client(None), keygen_pod(namespace), 30, schedule_timeout=30)
     assert made.public_key and made.secret_key and made.text().startswith("#")
     assert pods(admin, namespace) == []
+
+
+def test_the_test_kubelet_ends_a_deleted_keygen_pod_still_in_its_grace_period_when_it_closes(
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, test_kubelet: None
+) -> None:
+    """Found after a CI run: the last test of a worker left the keygen pod's `sleep` running. Its stop
+    waits out the grace period in a thread that died with the worker, and closing the Node did not end it."""
+    made = own_node(admin, control_plane, namespace, tmp_path)
+    try:
+        created = api_calls.request(admin, "POST", api_calls.pods(namespace), body=keygen_pod(namespace))
+        name = created["metadata"]["name"]
+        running = wait_until(lambda: made.pods.get(name), "the Node to start the keygen pod", 30)
+        container_init = running.pid
+        deleted_now = {"gracePeriodSeconds": 0}  # as the provider deletes it
+        api_calls.request(admin, "DELETE", api_calls.pods(namespace, name), deleted_now)
+        wait_until(lambda: name in made.deleting, "the Node to stop the keygen pod", 30)
+    finally:
+        made.close()
+    assert not running.running()
+    assert not Path(f"/proc/{container_init}").exists()
