@@ -30,7 +30,7 @@ from tests.engines.control_plane import ControlPlane
 from tests.engines.versions import STREAMING_BIN
 from tests.kubelet import single_pod
 from tests.kubelet.api_reach import ServiceRelay, as_manifest, live_objects
-from tests.kubelet.pod import Pod
+from tests.kubelet.pod import Pod, end_all
 from tests.kubelet.pods import Kubelet
 from tests.kubelet.volumes import Manifest
 
@@ -267,10 +267,6 @@ class Node:
         # (_stop's thread, which dies with the test process): a test that ended then left it running.
         with self._lock:
             started = list(self.pods.values())
-        for running in started:
-            running.kill()
-        for running in started:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                running.wait(timeout=10)
+        end_all(started)
         with contextlib.suppress(subprocess.SubprocessError):
             self.kubelet.close()  # the Job's pods, its network, and the relay

@@ -169,3 +169,13 @@ class Pod:
     def kill(self) -> None:
         for container in [self.main, *self.sidecars]:
             container.kill()
+
+
+def end_all(pods: list[Pod]) -> None:
+    """Every container of `pods` killed at once, then each reaped (10 s at most each): what a closing
+    node does with the pods it still runs."""
+    for pod in pods:
+        pod.kill()
+    for container in [container for pod in pods for container in (pod.main, *pod.sidecars)]:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            container.process.wait(timeout=10)

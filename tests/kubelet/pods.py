@@ -39,7 +39,7 @@ from tests.kube_api.in_cluster import InCluster
 from tests.kube_api.server import StandIn
 from tests.kubelet import runtime
 from tests.kubelet.network import PodNetwork
-from tests.kubelet.pod import Container, Pod, wait_until
+from tests.kubelet.pod import Container, Pod, end_all, wait_until
 from tests.kubelet.volumes import Manifest, Volumes, container_env
 
 
@@ -279,9 +279,5 @@ class Kubelet:
     def close(self) -> None:
         if self.api is not None:
             self.api.stop()
-        for pod in self.pods:
-            pod.kill()
-        for container in [container for pod in self.pods for container in (pod.main, *pod.sidecars)]:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                container.process.wait(timeout=10)
+        end_all(self.pods)
         self.network.close()
