@@ -63,6 +63,17 @@ def now() -> str:
     return datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def grace_period(pod: Any) -> int:
+    """The seconds a deleted pod's containers get between SIGTERM and SIGKILL, as the kubelet reckons
+    them (pod_workers.go, calculateEffectiveGracePeriod): the API server's deletionGracePeriodSeconds,
+    which the delete request set (the provider deletes the keygen pod with 0), else the pod's
+    terminationGracePeriodSeconds (30 when unset); never under 1."""
+    grace = pod.metadata.deletion_grace_period_seconds
+    if grace is None:
+        grace = pod.spec.termination_grace_period_seconds
+    return max(1, 30 if grace is None else grace)
+
+
 class Node:
     """`kubelet`'s pods as a Node of the control plane runs them: registered, watched, reported."""
 
@@ -138,8 +149,7 @@ class Node:
             if running is None or not going or name in self.deleting:
                 return
             self.deleting.add(name)
-        grace = pod.spec.termination_grace_period_seconds
-        threading.Thread(target=self._stop, args=(pod, running, 30 if grace is None else grace), daemon=True).start()
+        threading.Thread(target=self._stop, args=(pod, running, grace_period(pod)), daemon=True).start()
 
     def _start(self, pod: Any) -> Pod:
         if INDEX_LABEL not in (pod.metadata.labels or {}):  # not the Job's: the keygen pod

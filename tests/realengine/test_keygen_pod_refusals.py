@@ -126,15 +126,16 @@ def test_the_test_kubelet_ends_a_deleted_keygen_pod_still_in_its_grace_period_wh
     admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, test_kubelet: None
 ) -> None:
     """Found after a CI run: the last test of a worker left the keygen pod's `sleep` running. Its stop
-    waits out the grace period in a thread that died with the worker, and closing the Node did not end it."""
+    waits out the grace period in a thread that died with the worker, and closing the Node did not end it.
+    The pod is deleted with its own grace period (30 s, as `kubectl delete` does), so that it is still in
+    it when the Node closes."""
     made = own_node(admin, control_plane, namespace, tmp_path)
     try:
         created = api_calls.request(admin, "POST", api_calls.pods(namespace), body=keygen_pod(namespace))
         name = created["metadata"]["name"]
         running = wait_until(lambda: made.pods.get(name), "the Node to start the keygen pod", 30)
         container_init = running.pid
-        deleted_now = {"gracePeriodSeconds": 0}  # as the provider deletes it
-        api_calls.request(admin, "DELETE", api_calls.pods(namespace, name), deleted_now)
+        api_calls.request(admin, "DELETE", api_calls.pods(namespace, name))
         wait_until(lambda: name in made.deleting, "the Node to stop the keygen pod", 30)
     finally:
         made.close()
