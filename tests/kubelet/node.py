@@ -30,7 +30,7 @@ from tests.engines.control_plane import ControlPlane
 from tests.engines.versions import STREAMING_BIN
 from tests.kubelet import single_pod
 from tests.kubelet.api_reach import ServiceRelay, as_manifest, live_objects
-from tests.kubelet.pod import Pod, end_all
+from tests.kubelet.pod import DEFAULT_GRACE_SECONDS, Pod, end_all
 from tests.kubelet.pods import Kubelet
 from tests.kubelet.volumes import Manifest
 
@@ -67,11 +67,11 @@ def grace_period(pod: Any) -> int:
     """The seconds a deleted pod's containers get between SIGTERM and SIGKILL, as the kubelet reckons
     them (pod_workers.go, calculateEffectiveGracePeriod): the API server's deletionGracePeriodSeconds,
     which the delete request set (the provider deletes the keygen pod with 0), else the pod's
-    terminationGracePeriodSeconds (30 when unset); never under 1."""
+    terminationGracePeriodSeconds (Kubernetes' default when unset); never under 1."""
     grace = pod.metadata.deletion_grace_period_seconds
     if grace is None:
         grace = pod.spec.termination_grace_period_seconds
-    return max(1, 30 if grace is None else grace)
+    return max(1, DEFAULT_GRACE_SECONDS if grace is None else grace)
 
 
 class Node:

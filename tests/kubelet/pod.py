@@ -18,6 +18,9 @@ from typing import Any, NamedTuple
 from flux_minicluster.builders import manifests
 from tests.kubelet.volumes import Manifest
 
+DEFAULT_GRACE_SECONDS = 30
+"""A pod's terminationGracePeriodSeconds when its spec sets none (Kubernetes' default)."""
+
 
 def wait_until(condition: Any, what: str, timeout: float, poll: float = 0.02) -> Any:
     """Until `condition()` holds; what it returned then."""
@@ -154,13 +157,13 @@ class Pod:
     def wait(self, timeout: float | None = 60) -> int:
         return self.main.wait(timeout)
 
-    def terminate(self, grace: float = 30) -> int:
+    def terminate(self, grace: float = DEFAULT_GRACE_SECONDS) -> int:
         """The kubelet stopping the pod: the Flux container first, then its sidecars."""
         status = self.main.stop(grace)
         self.stop_sidecars(grace)
         return status
 
-    def stop_sidecars(self, grace: float = 30) -> None:
+    def stop_sidecars(self, grace: float = DEFAULT_GRACE_SECONDS) -> None:
         """Once the main container has ended, Kubernetes stops the native sidecars, the last started first."""
         for sidecar in reversed(self.sidecars):
             if sidecar.running():
