@@ -187,25 +187,28 @@ class StackOnNode(NodeCluster):
 
     def left(self) -> dict[str, list[str]]:
         """What is left in the namespace, kind by kind, besides what Kubernetes puts in every namespace."""
-        core, batch, rbac, apps = (
-            client.CoreV1Api(self.admin),
-            client.BatchV1Api(self.admin),
-            client.RbacAuthorizationV1Api(self.admin),
-            client.AppsV1Api(self.admin),
-        )
-        listings: dict[str, Any] = {
-            "jobs": batch.list_namespaced_job, "pods": core.list_namespaced_pod,
-            "configmaps": core.list_namespaced_config_map, "secrets": core.list_namespaced_secret,
-            "services": core.list_namespaced_service, "serviceaccounts": core.list_namespaced_service_account,
-            "roles": rbac.list_namespaced_role, "rolebindings": rbac.list_namespaced_role_binding,
-            "deployments": apps.list_namespaced_deployment, "replicasets": apps.list_namespaced_replica_set,
-        }  # fmt: skip
-        everywhere = {"kube-root-ca.crt", "default"}
-        found = {
-            kind: [obj.metadata.name for obj in listing(self.namespace).items] for kind, listing in listings.items()
-        }
-        return {
-            kind: [name for name in names if name not in everywhere]
-            for kind, names in found.items()
-            if set(names) - everywhere
-        }
+        return left_in(self.admin, self.namespace)
+
+
+def left_in(admin: client.ApiClient, namespace: str) -> dict[str, list[str]]:
+    """What is left in `namespace`, kind by kind, besides what Kubernetes puts in every namespace."""
+    core, batch, rbac, apps = (
+        client.CoreV1Api(admin),
+        client.BatchV1Api(admin),
+        client.RbacAuthorizationV1Api(admin),
+        client.AppsV1Api(admin),
+    )
+    listings: dict[str, Any] = {
+        "jobs": batch.list_namespaced_job, "pods": core.list_namespaced_pod,
+        "configmaps": core.list_namespaced_config_map, "secrets": core.list_namespaced_secret,
+        "services": core.list_namespaced_service, "serviceaccounts": core.list_namespaced_service_account,
+        "roles": rbac.list_namespaced_role, "rolebindings": rbac.list_namespaced_role_binding,
+        "deployments": apps.list_namespaced_deployment, "replicasets": apps.list_namespaced_replica_set,
+    }  # fmt: skip
+    everywhere = {"kube-root-ca.crt", "default"}
+    found = {kind: [obj.metadata.name for obj in listing(namespace).items] for kind, listing in listings.items()}
+    return {
+        kind: [name for name in names if name not in everywhere]
+        for kind, names in found.items()
+        if set(names) - everywhere
+    }

@@ -1,8 +1,9 @@
 """The dev stack under the real Pulumi engine, its pods in real containers on the real node: `pulumi up`
 makes the certificate in a keygen pod (read over the real exec API), creates the MiniCluster on the real
 control plane and returns once the real Job controller has marked the Job complete; the outputs name
-what was created; `pulumi destroy` leaves nothing behind. What the brokers did (rank 0's command on
-every node) needs real Flux: marked realflux. The README's own command: test_readme_main_command.py."""
+what was created. What the brokers did (rank 0's command on every node) needs real Flux: marked
+realflux. The README's own command runs the same stack, then `pulumi destroy`, which leaves nothing in
+the namespace or the state: test_readme_main_command.py."""
 
 from __future__ import annotations
 
@@ -22,12 +23,6 @@ def upped(module_stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnR
     dev = module_stack_on_real_node("dev", **example("dev"))
     dev.stack.up()
     return dev
-
-
-@pytest.fixture
-def dev(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
-    """The test's own, not yet up: for one that changes it."""
-    return stack_on_real_node("dev", **example("dev"))
 
 
 def test_pulumi_up_returns_once_the_dev_stacks_job_completed(upped: StackOnRealNode) -> None:
@@ -57,11 +52,3 @@ def test_the_outputs_name_what_pulumi_up_created(upped: StackOnRealNode) -> None
         upped.namespace, label_selector=words[words.index("-l") + 1]
     )
     assert [pod.metadata.name for pod in selected.items] == [upped.pod_name(0)]
-
-
-def test_pulumi_destroy_leaves_nothing_in_the_namespace_or_the_state(dev: StackOnRealNode) -> None:
-    dev.stack.up()
-    assert dev.left()["jobs"] == ["dev"]
-    dev.stack.destroy()
-    assert dev.left() == {}
-    assert dev.stack.resource_types() == []
