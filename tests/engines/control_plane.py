@@ -36,12 +36,16 @@ SERVICE_RANGE = "10.96.0.0/16"
 """The Services' virtual addresses: data in the API server only, never a destination of any packet here."""
 CONTROLLERS = "job-controller,garbage-collector-controller,namespace-controller,serviceaccount-controller," \
     "root-ca-certificate-publisher-controller,endpointslice-controller,endpoints-controller," \
-    "deployment-controller,replicaset-controller"  # fmt: skip
+    "deployment-controller,replicaset-controller,pod-garbage-collector-controller"  # fmt: skip
 """endpointslice-controller: the real node's DNS (CoreDNS) serves a headless Service's names from them.
 endpoints-controller: as in every cluster (the v1 Endpoints API is deprecated, still served and kept):
 pulumi-kubernetes awaits a Service with a selector through it, and without it that await lasts until
 its timeout (10 min). deployment- and replicaset-controller: the keeper's Deployment (keeper.enabled)
-makes its pod."""
+makes its pod. pod-garbage-collector-controller: as in every cluster, it deletes the pods of a Node that
+no longer exists (after 40 s): a test kubelet's Node is deleted when its test ends, and without it the
+pods bound there stayed Terminating for good, and so did their namespaces, which the namespace
+controller went on retrying (discovery, a GET, a deletecollection and lists each time) to the run's end:
+2.4 rounds a second after the real-engine tier."""
 START_TIMEOUT = 60
 ENGINES_BUILT = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler")
 SERVICE_HOST = "10.96.0.1"
