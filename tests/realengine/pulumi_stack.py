@@ -156,8 +156,7 @@ class Stack:
 
     def resource_types(self) -> list[str]:
         """The types of the resources the state holds, as `pulumi stack export` tells them."""
-        exported = json.loads(self.pulumi("stack", "export").stdout)
-        return [resource["type"] for resource in exported["deployment"].get("resources") or []]
+        return exported_types(self.pulumi("stack", "export").stdout)
 
 
 class StackOnNode(NodeCluster):
@@ -188,6 +187,11 @@ class StackOnNode(NodeCluster):
     def left(self) -> dict[str, list[str]]:
         """What is left in the namespace, kind by kind, besides what Kubernetes puts in every namespace."""
         return left_in(self.admin, self.namespace)
+
+
+def exported_types(exported: str) -> list[str]:
+    """The types of the resources a state holds, from what `pulumi stack export` printed."""
+    return [resource["type"] for resource in json.loads(exported)["deployment"].get("resources") or []]
 
 
 def left_in(admin: client.ApiClient, namespace: str) -> dict[str, list[str]]:
