@@ -46,11 +46,15 @@ runc() {
   [[ -x $NODE_BIN/runc ]] && return
   echo "== runc $RUNC (cgo, static, seccomp)"
   # libseccomp's static library, unpacked from Debian's package into a folder of our own rather than
-  # installed: the build needs it, the machine does not.
+  # installed: the build needs it, the machine does not. The download runs as root, as the install
+  # does (apt's `_apt` user may not write to the engines' folder, and said so in every cold run), and
+  # reads the package lists again once where they are missing or name a version no longer served.
   local sysroot=$build/libseccomp
   if [[ ! -f $sysroot/usr/lib/x86_64-linux-gnu/libseccomp.a ]]; then
     mkdir -p "$sysroot"
-    (cd "$build" && apt-get download libseccomp-dev && dpkg-deb -x libseccomp-dev_*.deb "$sysroot" && rm libseccomp-dev_*.deb)
+    local download=(apt-get download -q -o APT::Sandbox::User=root libseccomp-dev)
+    (cd "$build" && { "${download[@]}" || { apt-get update -qq && "${download[@]}"; }; } &&
+      dpkg-deb -x libseccomp-dev_*.deb "$sysroot" && rm libseccomp-dev_*.deb)
   fi
   wrapper "$build/runc" "github.com/opencontainers/runc@v$RUNC" github.com/opencontainers/runc/libcontainer
   (cd "$build/runc" &&
