@@ -131,6 +131,13 @@ class Pod:
             raise RuntimeError(f"flux {' '.join(args)} in {self.name} exited {done.returncode}: {done.stderr}")
         return done.stdout
 
+    def usable_ranks(self, timeout: float = 30) -> str:
+        """The ranks this pod's broker (rank 0's) sees online and not drained, as an idset ("" for none).
+        `flux resource status -s avail` alone lists an offline rank too, where it is not drained."""
+        listing = self.flux("resource", "status", "-no", "{state} {status} {ranks}", timeout=timeout)
+        groups = (line.split() for line in listing.splitlines())
+        return next((group[2] for group in groups if group[:2] == ["avail", "online"]), "")
+
     def ready(self) -> bool:
         """The readiness probe, as the kubelet runs it (its exec command, within its timeout)."""
         try:

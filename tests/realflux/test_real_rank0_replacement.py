@@ -257,13 +257,8 @@ def test_a_killed_rank0_restarted_with_a_stopped_worker_drain_has_it_undrained_a
     rank0.wait()
     replacement = cluster.start(0)
     wait_until(replacement.ready, "the replacement's broker to be up", 60)
-    wait_until(lambda: available(replacement) == "0-3", "every rank available", 30)
+    wait_until(lambda: replacement.usable_ranks() == "0-3", "every rank available", 30)
     # Undone twice: the checkpoint rank 0 came back from held the drain, which is this test's case (a
     # checkpoint taken after the first undrain would have left nothing to undo). The line follows the
     # undrain that made the rank available.
     wait_until(lambda: worker.log.count("undrained this rank") == 2, "the worker to say it undid it again", 10)
-
-
-def available(rank0: Pod) -> str:
-    """The ranks online and not drained."""
-    return rank0.flux("resource", "status", "-s", "avail", "-no", "{ranks}").strip()

@@ -219,10 +219,9 @@ class Soak:
         if not all(self.kubelet.pod(rank).ready() for rank in range(SIZE)):
             return False
         try:
-            available = self.rank0().flux("resource", "status", "-s", "avail", "-no", "{ranks}", timeout=5).strip()
+            return self.rank0().usable_ranks(timeout=5) == f"0-{SIZE - 1}"
         except (RuntimeError, subprocess.TimeoutExpired):
             return False
-        return available == f"0-{SIZE - 1}"
 
     # -- accounting -----------------------------------------------------------------------------
 
