@@ -33,11 +33,12 @@ CURVE_CERT_KEY = "curve.cert"
 
 def broker_toml(spec: MiniClusterSpec) -> str:
     """The broker config (flux-config-bootstrap(5)): rank = position of the hostname in `hosts`.
-    A `brokerConfig` from the stack replaces it whole; its own [tbon] table wins over ours."""
+    A `brokerConfig` from the stack replaces it whole but for the overlay's tables (overlay_tables)
+    that it lacks: its own [tbon] or [heartbeat] table wins over ours."""
     if spec.broker_config is not None:
-        if "tbon" in tomllib.loads(spec.broker_config):
-            return spec.broker_config
-        return f"{spec.broker_config.rstrip()}\n\n{tomli_w.dumps({'tbon': tbon_table(spec)})}"
+        own = tomllib.loads(spec.broker_config)
+        lacking = {name: table for name, table in overlay_tables(spec).items() if name not in own}
+        return f"{spec.broker_config.rstrip()}\n\n{tomli_w.dumps(lacking)}" if lacking else spec.broker_config
     config: dict[str, Any] = {
         "bootstrap": {
             "curve_cert": paths.PRIVATE_CURVE_CERT,
@@ -48,7 +49,7 @@ def broker_toml(spec: MiniClusterSpec) -> str:
         },
         # R is written at start by each pod; noverify: nodes need not match it core for core.
         "resource": {"path": paths.RESOURCE_FILE, "noverify": True},
-        "tbon": tbon_table(spec),
+        **overlay_tables(spec),
     }
     if spec.queue_policy:
         config["sched-fluxion-qmanager"] = {"queue-policy": spec.queue_policy}
@@ -61,6 +62,11 @@ def hostlist(spec: MiniClusterSpec) -> str:
     """RFC 29 hostlist of every broker the instance may have, in rank order."""
     last = spec.largest_size - 1
     return spec.host(0) if last == 0 else f"{spec.name}-[0-{last}]"
+
+
+def overlay_tables(spec: MiniClusterSpec) -> dict[str, dict[str, str]]:
+    """How brokers reach each other and notice that rank 0 has gone: what every MiniCluster needs."""
+    return {"tbon": tbon_table(spec), "heartbeat": {"timeout": lifecycle.PARENT_SILENCE}}
 
 
 def tbon_table(spec: MiniClusterSpec) -> dict[str, str]:

@@ -62,6 +62,15 @@ METRICS_CACHE = 2
 """Seconds the metrics server (the pods' metrics.py) keeps its readings: scrapes closer together than
 this (several Prometheus replicas) cost the broker nothing more."""
 
+PARENT_SILENCE = "60s"
+"""broker.toml's [heartbeat] timeout (flux-config-heartbeat(5)): a worker that hears no heartbeat from
+rank 0 for this long drops its connection to it, so its broker exits and the entrypoint starts it again,
+and it joins whatever rank 0 now runs. Flux's own default is 5 minutes. A worker normally learns of a
+replaced rank 0 from the replacement itself, which turns away a connection it does not know; but a
+replacement can keep a stale connection of that worker's open (a link that dropped while only the
+worker had data in flight), and the worker's next connection, under the same identity, is then
+ignored: the worker stays offline, and every job that needs all the nodes waits, until this timeout.
+Rank 0 sends a heartbeat every 2 s, so a minute is far beyond any pause of a busy rank 0."""
 WORKER_MODULES = ("heartbeat", "content", "kvs", "kvs-watch", "resource", "job-info", "job-ingest")
 """The modules Flux's own rc1 (`flux modprobe rc1`, flux-core WORKER_RC_FLUX) loads on a rank above 0
 where nothing is configured beyond Flux's own module table, in an order its dependencies allow. A

@@ -65,16 +65,29 @@ def test_the_overlay_settings_are_brokers_toml_tbon_table() -> None:
     assert broker(topology="binomial", connectTimeout="1m")["tbon"] == {"connect_timeout": "1m", "topo": "binomial"}
 
 
+def test_a_worker_that_hears_nothing_from_rank_0_for_a_minute_starts_its_broker_again() -> None:
+    """flux-config-heartbeat(5): the worker drops its parent and exits, and its entrypoint starts it again.
+    Flux's own 5 minutes held every job that needs all the nodes while rank 0's replacement ignored a
+    worker (lifecycle.PARENT_SILENCE says how)."""
+    assert broker()["heartbeat"] == {"timeout": "60s"}
+
+
 OWN_BROKER_TOML = '[bootstrap]\ncurve_cert = "/var/lib/minicluster/curve.cert"\nhosts = [{ host = "dev-[0-3]" }]\n'
 
 
-def test_a_broker_config_of_ones_own_gets_the_tbon_table_it_lacks() -> None:
+def test_a_broker_config_of_ones_own_gets_the_overlay_tables_it_lacks() -> None:
     parsed = broker(brokerConfig=OWN_BROKER_TOML, connectTimeout="9s")
     assert parsed["tbon"] == {"connect_timeout": "9s"}
+    assert parsed["heartbeat"] == {"timeout": "60s"}
     assert parsed["bootstrap"]["hosts"] == [{"host": "dev-[0-3]"}]
 
 
-def test_a_broker_config_with_its_own_tbon_table_is_used_as_written() -> None:
-    own = OWN_BROKER_TOML + '[tbon]\ntopo = "kary:4"\n'
+def test_a_broker_config_with_its_own_heartbeat_table_keeps_it_and_gets_the_tbon_table() -> None:
+    parsed = broker(brokerConfig=OWN_BROKER_TOML + '[heartbeat]\ntimeout = "5m"\n')
+    assert (parsed["heartbeat"], parsed["tbon"]) == ({"timeout": "5m"}, {"connect_timeout": "5s"})
+
+
+def test_a_broker_config_with_its_own_overlay_tables_is_used_as_written() -> None:
+    own = OWN_BROKER_TOML + '[tbon]\ntopo = "kary:4"\n[heartbeat]\ntimeout = "2m"\n'
     spec = load_spec({f"minicluster:{k}": v for k, v in config(brokerConfig=own).items()}, "dev")
     assert broker_toml(spec) == own

@@ -1,0 +1,45 @@
+"""A worker that hears nothing from rank 0 for lifecycle.PARENT_SILENCE (broker.toml's [heartbeat]
+timeout) drops its parent, and its entrypoint starts the broker again, which joins rank 0 once rank 0
+answers; on real Flux. A replaced rank 0 that ignores a worker's connection (one of that worker's old
+connections still open there) looks the same to the worker: it hears nothing. Rank 0's broker is
+stopped (SIGSTOP) to make that silence here: its kernel still accepts and acknowledges, so neither TCP
+nor anything else but the heartbeat timeout ends it. The soak (tests/soak) found the case: with Flux's
+own 5 minutes the worker stayed offline and every job that needed all the nodes waited."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from flux_minicluster.config import lifecycle
+from tests.kubelet.pod import wait_until
+from tests.kubelet.pods import Kubelet
+
+pytestmark = pytest.mark.realflux
+SILENCE = float(lifecycle.PARENT_SILENCE.removesuffix("s"))
+DISCONNECTED = "disconnecting: no heartbeat for"
+"""What a worker's broker logs (Flux's overlay, at LOG_CRIT) as the heartbeat timeout ends its link."""
+REJOINING = "after it had joined the instance: rejoining rank 0's replacement"
+"""What the entrypoint logs as it starts a broker again that had joined (entrypoint.sh, start_worker)."""
+
+
+def test_a_worker_whose_rank0_falls_silent_starts_its_broker_again_and_rejoins_once_rank0_answers(
+    minicluster: Callable[..., Kubelet],
+) -> None:
+    cluster = minicluster(command=None)
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    rank0, workers = pods[0], pods[1:]
+    assert rank0.exec("pkill", "-STOP", "-x", "flux-broker-0").returncode == 0  # the broker names itself by rank
+    try:
+        wait_until(
+            lambda: all(REJOINING in worker.log for worker in workers),
+            "each worker to start its broker again",
+            SILENCE + 30,
+            poll=0.5,
+        )
+    finally:
+        rank0.exec("pkill", "-CONT", "-x", "flux-broker-0")
+    assert all(DISCONNECTED in worker.log for worker in workers)
+    wait_until(lambda: rank0.usable_ranks() == "0-3", "every rank online and available again", 60, poll=0.5)
