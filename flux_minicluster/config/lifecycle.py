@@ -71,6 +71,7 @@ replacement can keep a stale connection of that worker's open (a link that dropp
 worker had data in flight), and the worker's next connection, under the same identity, is then
 ignored: the worker stays offline, and every job that needs all the nodes waits, until this timeout.
 Rank 0 sends a heartbeat every 2 s, so a minute is far beyond any pause of a busy rank 0."""
+
 WORKER_MODULES = ("heartbeat", "content", "kvs", "kvs-watch", "resource", "job-info", "job-ingest")
 """The modules Flux's own rc1 (`flux modprobe rc1`, flux-core WORKER_RC_FLUX) loads on a rank above 0
 where nothing is configured beyond Flux's own module table, in an order its dependencies allow. A
