@@ -197,6 +197,7 @@ def script_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_STOPPED_QUEUES_FILE": lifecycle.STOPPED_QUEUES_FILE,
         "MC_QUEUE_RESUME_WAIT": lifecycle.QUEUE_RESUME_WAIT,
         "MC_STATE_LOCK_WAIT": lifecycle.STATE_LOCK_WAIT,
+        "MC_REJOIN_WAIT": lifecycle.REJOIN_WAIT,
         "MC_READY_LOOK": lifecycle.READY_LOOK,
         "MC_READY_LOOKS": lifecycle.READY_LOOKS,
         "MC_RESTORE_TRIES": lifecycle.RESTORE_TRIES,

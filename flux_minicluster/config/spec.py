@@ -123,7 +123,8 @@ class MiniClusterSpec(ContainerSettings):
     topology: TbonTopology | None = None
     """tbon.topo: overlay tree shape, e.g. `kary:16` or `binomial`. Default: Flux's own."""
     worker_retries: int = Field(10, ge=1, le=1000)
-    """How many times a worker broker is started before its pod fails."""
+    """How many times a worker broker is started before its pod fails. One that had joined and then lost
+    rank 0 gets the tries again, and is not given up on for 5 minutes, however many tries that takes."""
     backoff_limit: int = Field(0, ge=0, le=1000)
     """Job backoffLimit: pod failures tolerated before the Job fails (0: the first failure fails it)."""
     success_policy: SuccessPolicy = "all"

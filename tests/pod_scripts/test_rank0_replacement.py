@@ -37,6 +37,21 @@ def test_a_worker_that_had_joined_rejoins_with_a_fresh_budget_when_rank0_is_kill
     assert "giving up" not in run.stderr
 
 
+def test_a_worker_that_had_joined_keeps_trying_beyond_its_budget_while_rank0s_replacement_may_still_come(
+    tmp_path: Path,
+) -> None:
+    """lifecycle.REJOIN_WAIT: a worker that gives up fails its pod, and with the default backoffLimit the Job."""
+    pods = Pods(tmp_path, command=None, workerRetries=2)
+    joined_then_alone = {"STANDIN_START_READY_CALLS": "1", "STANDIN_EXITS_START": "1 1 1 1 1 0"}
+    within = pods.run(1, **joined_then_alone)  # the second to fifth starts never reach rank 0
+    assert (within.status, len(within.subcommand("start"))) == (0, 6)
+    assert "giving up" not in within.stderr
+    (tmp_path / "past").mkdir()
+    past = Pods(tmp_path / "past", command=None, workerRetries=2).run(1, MC_REJOIN_WAIT="0", **joined_then_alone)
+    assert (past.status, len(past.subcommand("start"))) == (1, 3)  # the joined one, then the budget of two
+    assert "giving up after 2 tries" in past.stderr
+
+
 def test_the_readiness_probe_asks_the_entrypoint_every_few_seconds() -> None:
     container = manifests.job(load_spec_of(command=None), **NAMES)["spec"]["template"]["spec"]["containers"][0]
     assert container["readinessProbe"] == {
