@@ -17,7 +17,7 @@ POD_SCRIPTS = Path(str(resources.files("flux_minicluster").joinpath("pod_scripts
 """The folder of the pods' own scripts, as this package holds them (the tests run them from there too)."""
 SCRIPTS = (
     paths.ENTRYPOINT_SCRIPT, "lib.sh", "readiness.sh", "saved_instance.sh", "stopping.sh", "instance.sh",
-    "worker_rc.sh", paths.RESIZE_SCRIPT,
+    "worker_rc.sh", paths.RESTART_RC1, paths.RESIZE_SCRIPT,
     paths.READINGS_SCRIPT, paths.METRICS_SCRIPT, paths.AUTOSCALER_ENTRY, paths.AUTOSCALER_SCRIPT,
     paths.AUTOSCALING_MODULE, paths.CLUSTER_API_MODULE,
 )  # fmt: skip
@@ -198,6 +198,7 @@ def script_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_QUEUE_RESUME_WAIT": lifecycle.QUEUE_RESUME_WAIT,
         "MC_STATE_LOCK_WAIT": lifecycle.STATE_LOCK_WAIT,
         "MC_REJOIN_WAIT": lifecycle.REJOIN_WAIT,
+        "MC_RESTART_RC1": paths.RESTART_RC1,
         "MC_READY_LOOK": lifecycle.READY_LOOK,
         "MC_READY_LOOKS": lifecycle.READY_LOOKS,
         "MC_RESTORE_TRIES": lifecycle.RESTORE_TRIES,

@@ -10,9 +10,10 @@
 # Static: the Job configures it with MC_* variables (all required; defined in builders/files.py) and
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
 # init.sh, pre.sh and post.sh, and the other scripts: lib.sh, readiness.sh (the readiness probe),
-# saved_instance.sh (rank 0 across pods), stopping.sh (what a broker does before it stops), worker_rc.sh
-# (a worker broker's rc1 and rc3), instance.sh (rank 0's program for batch, interactive, the RESTful
-# API), resize.sh, and the Python companion started beside the broker: metrics.py (metrics.enabled).
+# saved_instance.sh (rank 0 across pods, with restart_rc1.py, its own step in Flux's rc1), stopping.sh
+# (what a broker does before it stops), worker_rc.sh (a worker broker's rc1 and rc3), instance.sh (rank
+# 0's program for batch, interactive, the RESTful API), resize.sh, and the Python companion started
+# beside the broker: metrics.py (metrics.enabled).
 # autoscaler.sh is another container's.
 # The current size and quorum are read at start from MC_SCALE_DIR, which a resize rewrites in place.
 # Stopping: SIGTERM is passed to the broker, and the pod exits 143 (never 0: a Job does not rerun a
@@ -32,6 +33,7 @@ restart_step_pid="" # undoes what the previous pod's stop did, once the broker a
                     # scheduling again (resume_scheduling), a worker undrains its rank (undrain_when_up)
 state_lock="" # the descriptor of the saved instance's lock (rank 0 with a state volume)
 instance_dir="" # where this broker keeps the instance's state (statedir), found once by prepare_state
+restart_modprobe_path="" # FLUX_MODPROBE_PATH_APPEND for a rank 0 that restarts a saved instance (add_restart_rc1)
 broker_was_ready=false # the last broker was up in its instance (the readiness probe said so)
 stop_requested=false
 readonly STOPPED=143 # 128 + SIGTERM
@@ -170,10 +172,13 @@ start_companions() {
 }
 
 # Rank 0: the instance's initial program decides the mode. flux start returns that program's status.
-# $1: true when it restarts a saved instance (broker_options).
+# $1: true when it restarts a saved instance (broker_options; its rc1 gets rank 0's own step then).
 start_rank0() {
-  local -a options command flags program layout
+  local -a options command flags program layout broker=("$flux" start)
   broker_options options "${1:-false}"
+  if [[ ${1:-false} == true && -n $restart_modprobe_path ]]; then
+    broker=(env "FLUX_MODPROBE_PATH_APPEND=$restart_modprobe_path" "${broker[@]}")
+  fi
   task_layout layout
   read_lines command command.args
   read_lines flags submit.flags
@@ -190,7 +195,7 @@ start_rank0() {
       *) die "unknown MC_MODE '$MC_MODE'" ;;
     esac
   fi
-  run_broker "$flux" start "${options[@]}" "${program[@]}"
+  run_broker "${broker[@]}" "${options[@]}" "${program[@]}"
 }
 
 # Workers run a broker with no program, and Flux's rc1 and rc3 through worker_rc.sh: the same modules

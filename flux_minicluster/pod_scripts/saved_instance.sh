@@ -53,6 +53,7 @@ start_saved_instance() {
   if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
   if [[ -e $saved/content.sqlite ]]; then
     log "restarting the instance saved in $saved: its queue and job history come back"
+    add_restart_rc1
   fi
   while :; do
     saved_before=false
@@ -101,6 +102,19 @@ start_saved_instance() {
   log "the saved instance did not start in $tries tries (status $status); it is kept in $kept (inspect it" \
     "with 'flux start --recovery=$kept'); starting a new, empty instance"
   start_rank0
+}
+
+# Rank 0's own step in Flux's rc1 when it restarts the saved instance (MC_RESTART_RC1: restart_rc1.py
+# says why). Flux's modprobe runs the *.py files of the rc1.d folder of each FLUX_MODPROBE_PATH_APPEND
+# entry, and the run-config volume is flat, so that folder is made here; start_rank0 passes the path
+# to a broker that restarts the saved instance, after any path the image or the stack set.
+add_restart_rc1() {
+  local folder=$state/modprobe
+  if ! { mkdir -p "$folder/rc1.d" && cp "$run_config/${MC_RESTART_RC1:?}" "$folder/rc1.d/"; }; then
+    die "cannot put $MC_RESTART_RC1 into $folder/rc1.d"
+  fi
+  # shellcheck disable=SC2034 # start_rank0's (entrypoint.sh)
+  restart_modprobe_path=${FLUX_MODPROBE_PATH_APPEND:+$FLUX_MODPROBE_PATH_APPEND:}$folder
 }
 
 # The lock is a file beside the statedir (moving a broken state aside keeps it), taken with flock: the

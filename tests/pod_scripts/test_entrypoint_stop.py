@@ -6,7 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from tests.pods import BLOCK, Pods, starts, stop, wait_for
+from flux_minicluster.config import paths
+from tests.pods import BLOCK, Pods, Run, starts, stop, wait_for
 
 # -- stopping, and losing pods (issue 13) ---------------------------------------------------------
 
@@ -99,6 +100,36 @@ def test_a_saved_instance_is_restarted_from_the_state_volume(tmp_path: Path) -> 
     assert (saved / "content.sqlite").read_text() == "saved"
 
 
+def modprobe_paths(run: Run) -> list[str | None]:
+    """Each broker start's FLUX_MODPROBE_PATH_APPEND (None: not set)."""
+    starts = [call for call in run.calls if call.get("argv", [])[:1] == ["start"]]
+    return [call["env"].get("FLUX_MODPROBE_PATH_APPEND") for call in starts]
+
+
+def test_a_saved_instance_restarts_with_rank0s_own_rc1_step(tmp_path: Path) -> None:
+    saved_instance(tmp_path)
+    pods = Pods(tmp_path, command=None)
+    run = pods.run(0, MC_STATE_VOLUME=str(tmp_path / "volume"))
+    folder = tmp_path / "state-0" / "modprobe"
+    assert modprobe_paths(run) == [str(folder)]
+    step = folder / "rc1.d" / paths.RESTART_RC1  # where Flux's modprobe looks for rc1 tasks
+    assert step.read_text() == (pods.run_dir / paths.RESTART_RC1).read_text()
+
+
+def test_the_rc1_step_comes_after_the_images_own_modprobe_path(tmp_path: Path) -> None:
+    saved_instance(tmp_path)
+    run = Pods(tmp_path, command=None).run(
+        0, MC_STATE_VOLUME=str(tmp_path / "volume"), FLUX_MODPROBE_PATH_APPEND="/opt/site/modprobe"
+    )
+    assert modprobe_paths(run) == [f"/opt/site/modprobe:{tmp_path}/state-0/modprobe"]
+
+
+def test_a_new_instance_starts_without_the_rc1_step(tmp_path: Path) -> None:
+    run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"))
+    assert modprobe_paths(run) == [None]
+    assert not (tmp_path / "state-0" / "modprobe").exists()
+
+
 def test_a_saved_instance_takes_jobs_once_rank0_alone_is_up(tmp_path: Path) -> None:
     """Its workers were online before; each rejoins as its broker comes back."""
     saved_instance(tmp_path)
@@ -118,6 +149,8 @@ def test_the_new_instance_after_a_saved_state_kept_aside_waits_for_its_quorum(tm
     run = pods.run(0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_EXITS_START="1 1 1 0")
     quorums = [[o for o in argv if o.startswith("-Sbroker.quorum")] for argv in run.subcommand("start")]
     assert quorums == [["-Sbroker.quorum=1"]] * 3 + [["-Sbroker.quorum=4"]]
+    folder = str(tmp_path / "state-0" / "modprobe")
+    assert modprobe_paths(run) == [folder] * 3 + [None]  # the step is for a restart, not a new instance
 
 
 def test_a_saved_state_the_broker_cannot_start_from_is_kept_aside_for_recovery(tmp_path: Path) -> None:
