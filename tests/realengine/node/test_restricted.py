@@ -32,6 +32,39 @@ def test_the_plain_stack_is_refused_before_anything_is_created(
     assert set(cluster.stack.resource_types()) <= {"pulumi:pulumi:Stack"}
 
 
+def test_with_admission_off_nothing_is_asked_first_and_the_keygen_pods_create_meets_the_refusal(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    """`admission: off` sends nothing to the cluster before the creates, the dry run included: the policy
+    refuses the first pod created, the keygen pod, in the API server's words, and no Job is created."""
+    cluster = stack_on_real_node("dev", **example("dev"), admission="off")
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    said = refused.stdout
+    assert "(a dry run)" not in said and "refuses the broker pods" not in said
+    assert "creating the keygen pod" in said
+    assert 'violates PodSecurity "restricted:latest"' in said
+    assert cluster.left().get("jobs", []) == []
+    cluster.stack.destroy()
+    assert cluster.left() == {}
+
+
+def test_with_admission_off_and_a_local_certificate_the_job_is_created_and_stopped_after_schedule_timeout(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    """Without the keygen pod the Job is the first to make pods: the Job controller cannot create them,
+    and `pulumi up` ends after scheduleTimeout with the Job's FailedCreate message."""
+    cluster = stack_on_real_node("dev", **example("dev"), admission="off", keygen="local", scheduleTimeout=10)
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    said = refused.stdout
+    assert "could not be scheduled for 10s (minicluster:scheduleTimeout): FailedCreate" in said
+    assert 'violates PodSecurity "restricted:latest"' in said
+    assert cluster.condition("Failed") == "True"  # stopped, not left to wait for room
+    cluster.stack.destroy()
+    assert cluster.left() == {}
+
+
 def test_the_restricted_one_shot_stack_is_admitted_and_its_job_completes(
     stack_on_real_node: Callable[..., StackOnRealNode],
 ) -> None:
