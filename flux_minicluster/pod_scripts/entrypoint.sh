@@ -31,6 +31,7 @@ rejoin_mark=$state/rejoin # written on every rank (flux exec) by a rank 0 that i
 broker_pid=""
 restart_step_pid="" # undoes what the previous pod's stop did, once the broker answers: rank 0 starts
                     # scheduling again (resume_scheduling), a worker undrains its rank (undrain_when_up)
+                    # and then watches its link to rank 0 (watch_parent_link)
 state_lock="" # the descriptor of the saved instance's lock (rank 0 with a state volume)
 instance_dir="" # where this broker keeps the instance's state (statedir), found once by prepare_state
 restart_modprobe_path="" # FLUX_MODPROBE_PATH_APPEND for a rank 0 that restarts a saved instance (add_restart_rc1)
@@ -138,7 +139,8 @@ broker_options() {
 
 # The broker runs in the background so that this shell can take SIGTERM while it works. It gets what
 # a foreground command would: bash ignores SIGINT and SIGQUIT in a background command and gives it
-# /dev/null as stdin, and the broker and everything it runs would inherit that.
+# /dev/null as stdin, and the broker and everything it runs would inherit that. (No redirection on the
+# wait: this shell is the container's first process, and resize.sh logs through its stderr meanwhile.)
 run_broker() {
   local status=0
   (
@@ -219,7 +221,8 @@ start_worker() {
   if [[ -z $MC_GPU_IDS ]]; then broker=(env HWLOC_COMPONENTS=-linuxio HWLOC_PLUGINS_PATH=/nonexistent "${broker[@]}"); fi
   while :; do
     status=0
-    undrain_when_up & # at each start: a rank 0 restarted from its last checkpoint may have the drain again
+    # At each start: a rank 0 restarted from its last checkpoint may have the drain again.
+    { undrain_when_up; watch_parent_link; } &
     restart_step_pid=$!
     run_broker "${broker[@]}" "${options[@]}" || status=$?
     kill "$restart_step_pid" 2>/dev/null || true

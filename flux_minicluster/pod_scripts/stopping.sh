@@ -44,6 +44,25 @@ leave_instance() {
   while [[ -n $(jobs_here) ]] && ((SECONDS < deadline)); do sleep 0.1; done
 }
 
+# A worker's broker that missed messages from rank 0 is killed, to be started again as after any loss of
+# its parent. Flux's overlay logs "lost event(s)" when the TCP connection to the parent was closed during
+# a network cut of tbon.tcp_user_timeout (20 s) or more and the connection that replaced it lost what was
+# in flight: requests too, which nothing resends. A job's launch lost that way held the job, and its
+# nodes, for good (found by the soak on the real node). Once this broker is gone, rank 0 fails what it
+# still awaits from this rank. It reads the broker's log as it comes (one process, which waits for the
+# broker to log), from when the broker is up until the broker ends.
+watch_parent_link() {
+  local line broker
+  while IFS= read -r line; do
+    [[ $line == *"overlay.err"*"lost event"* ]] || continue
+    read -r broker <"$state/broker.pid" || return 0
+    log "the broker missed messages from rank 0 (${line##*: }): restarting it, so that rank 0 gives up" \
+      "what it still awaits from this rank"
+    kill -KILL "$broker" 2>/dev/null
+    return 0
+  done < <(FLUX_URI=$local_uri "$flux" dmesg --follow 2>/dev/null)
+}
+
 # This pod's predecessor drained the rank as it stopped (leave_instance): undrained once this broker
 # answers, unless it was drained for another reason since. Run beside each of a worker's brokers (a
 # rank 0 restarted from its last checkpoint may hold the drain again); the mark is read with a C

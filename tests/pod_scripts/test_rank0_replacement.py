@@ -18,7 +18,7 @@ from flux_minicluster.config import lifecycle
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
-from tests.pods import Pods, starts, stop, wait_for
+from tests.pods import Pods, calls_of, starts, stop, wait_for
 
 NOTE = lifecycle.HAND_OVER_NOTE
 
@@ -50,6 +50,30 @@ def test_a_worker_that_had_joined_keeps_trying_beyond_its_budget_while_rank0s_re
     past = Pods(tmp_path / "past", command=None, workerRetries=2).run(1, MC_REJOIN_WAIT="0", **joined_then_alone)
     assert (past.status, len(past.subcommand("start"))) == (1, 3)  # the joined one, then the budget of two
     assert "giving up after 2 tries" in past.stderr
+
+
+LOST_EVENTS = "2026-11-28T16:10:46.769023Z overlay.err[1]: lost events 97-169"
+"""What Flux's overlay logs on a worker that missed events from its parent (a connection closed in a cut)."""
+
+
+def test_a_worker_whose_broker_missed_messages_from_rank0_restarts_it(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, command=None)
+    worker, log = pods.start(1, STANDIN_START_BLOCK="1", STANDIN_START_READY_CALLS="1", STANDIN_DMESG=LOST_EVENTS)
+    wait_for(lambda: starts(log) == 2, "the broker to be killed and started again")
+    run = stop((worker, log))
+    assert "the broker missed messages from rank 0 (lost events 97-169): restarting it" in run.stderr
+    assert "broker exited with status 137 after it had joined the instance: rejoining" in run.stderr
+    assert starts(log) == 2  # the second broker has not been up: nothing watches it yet
+
+
+def test_a_worker_whose_broker_logs_no_loss_keeps_it(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, command=None)
+    quiet = "2026-11-28T16:10:46.946458Z heartbeat.warning[1]: heartbeat received"
+    worker, log = pods.start(1, STANDIN_START_BLOCK="1", STANDIN_START_READY_CALLS="1", STANDIN_DMESG=quiet)
+    wait_for(lambda: any(call["argv"][:2] == ["dmesg", "--follow"] for call in calls_of(log)), "the watch")
+    run = stop((worker, log))
+    assert starts(log) == 1
+    assert "missed messages" not in run.stderr
 
 
 def test_the_readiness_probe_asks_the_entrypoint_every_few_seconds() -> None:
