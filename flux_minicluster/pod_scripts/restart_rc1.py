@@ -31,6 +31,7 @@ from flux.modprobe import task  # type: ignore[import-not-found]
 JOBS = "job"
 """The KVS directory of every job: job.<16 bits>.<16 bits>.<16 bits>.<16 bits>.<what the job has>."""
 STARTLOG = "admin.eventlog"
+"""Flux's startlog: a `start` event at each start of the instance, a `finish` at each clean stop."""
 IN_FLIGHT = 512
 """KVS lookups sent before their answers are read: one round trip per batch, not per key."""
 

@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2154 # the entrypoint's variables
 # What a broker does when its pod is told to stop, before its broker stops: rank 0 hands the instance
-# over; a worker leaves it (and its next pod undoes the drain). Sourced by entrypoint.sh, whose
-# variables it uses.
+# over; a worker leaves it (and its next pod undoes the drain). And the worker's own stop of a broker
+# that missed messages from rank 0. Sourced by entrypoint.sh, whose variables it uses.
 
 # SIGTERM (the trap): rank 0 hands the instance over, a worker leaves it (drains its rank, ends the jobs
 # it runs); then the broker stops cleanly.
