@@ -34,7 +34,6 @@ restart_step_pid="" # undoes what the previous pod's stop did, once the broker a
                     # and then watches its link to rank 0 (watch_parent_link)
 state_lock="" # the descriptor of the saved instance's lock (rank 0 with a state volume)
 instance_dir="" # where this broker keeps the instance's state (statedir), found once by prepare_state
-restart_modprobe_path="" # FLUX_MODPROBE_PATH_APPEND for a rank 0 that restarts a saved instance (add_restart_rc1)
 broker_was_ready=false # the last broker was up in its instance (the readiness probe said so)
 stop_requested=false
 readonly STOPPED=143 # 128 + SIGTERM
@@ -178,9 +177,7 @@ start_companions() {
 start_rank0() {
   local -a options command flags program layout broker=("$flux" start)
   broker_options options "${1:-false}"
-  if [[ ${1:-false} == true && -n $restart_modprobe_path ]]; then
-    broker=(env "FLUX_MODPROBE_PATH_APPEND=$restart_modprobe_path" "${broker[@]}")
-  fi
+  if [[ ${1:-false} == true ]]; then with_restart_rc1 broker; fi
   task_layout layout
   read_lines command command.args
   read_lines flags submit.flags

@@ -53,7 +53,6 @@ start_saved_instance() {
   if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
   if [[ -e $saved/content.sqlite ]]; then
     log "restarting the instance saved in $saved: its queue and job history come back"
-    add_restart_rc1
   fi
   while :; do
     saved_before=false
@@ -105,16 +104,18 @@ start_saved_instance() {
 }
 
 # Rank 0's own step in Flux's rc1 when it restarts the saved instance (MC_RESTART_RC1: restart_rc1.py
-# says why). Flux's modprobe runs the *.py files of the rc1.d folder of each FLUX_MODPROBE_PATH_APPEND
-# entry, and the run-config volume is flat, so that folder is made here; start_rank0 passes the path
-# to a broker that restarts the saved instance, after any path the image or the stack set.
-add_restart_rc1() {
+# says why), for the broker command in the array named $1: each start from a saved state gets it, the
+# first of a pod and a restart after a crash alike. Flux's modprobe runs the *.py files of the rc1.d
+# folder of each FLUX_MODPROBE_PATH_APPEND entry, after any the image or the stack set; the run-config
+# volume is flat, so that folder is made here.
+with_restart_rc1() {
+  local -n command_out_=$1
   local folder=$state/modprobe
   if ! { mkdir -p "$folder/rc1.d" && cp "$run_config/${MC_RESTART_RC1:?}" "$folder/rc1.d/"; }; then
     die "cannot put $MC_RESTART_RC1 into $folder/rc1.d"
   fi
-  # shellcheck disable=SC2034 # start_rank0's (entrypoint.sh)
-  restart_modprobe_path=${FLUX_MODPROBE_PATH_APPEND:+$FLUX_MODPROBE_PATH_APPEND:}$folder
+  command_out_=(env "FLUX_MODPROBE_PATH_APPEND=${FLUX_MODPROBE_PATH_APPEND:+$FLUX_MODPROBE_PATH_APPEND:}$folder"
+    "${command_out_[@]}")
 }
 
 # The lock is a file beside the statedir (moving a broken state aside keeps it), taken with flock: the

@@ -124,6 +124,17 @@ def test_the_rc1_step_comes_after_the_images_own_modprobe_path(tmp_path: Path) -
     assert modprobe_paths(run) == [f"/opt/site/modprobe:{tmp_path}/state-0/modprobe"]
 
 
+def test_a_new_instance_that_ran_and_then_crashed_restarts_with_the_rc1_step(tmp_path: Path) -> None:
+    """Its first broker made the saved instance (Flux's content.sqlite in the statedir); the broker that
+    starts again from it in the same pod is a restart like any other."""
+    (tmp_path / "volume" / "dev").mkdir(parents=True)
+    run = Pods(tmp_path, command=None).run(
+        0, MC_STATE_VOLUME=str(tmp_path / "volume"), STANDIN_START_READY="1", STANDIN_EXITS_START="137 0",
+        STANDIN_START_WRITES=str(tmp_path / "volume" / "dev" / "content.sqlite"),
+    )  # fmt: skip
+    assert modprobe_paths(run) == [None, str(tmp_path / "state-0" / "modprobe")]
+
+
 def test_a_new_instance_starts_without_the_rc1_step(tmp_path: Path) -> None:
     run = Pods(tmp_path, command=None).run(0, MC_STATE_VOLUME=str(tmp_path / "volume"))
     assert modprobe_paths(run) == [None]
