@@ -64,14 +64,16 @@ def hostlist(spec: MiniClusterSpec) -> str:
     return spec.host(0) if last == 0 else f"{spec.name}-[0-{last}]"
 
 
-def overlay_tables(spec: MiniClusterSpec) -> dict[str, dict[str, str]]:
+def overlay_tables(spec: MiniClusterSpec) -> dict[str, dict[str, str | int]]:
     """How brokers reach each other and notice that rank 0 has gone: what every MiniCluster needs."""
     return {"tbon": tbon_table(spec), "heartbeat": {"timeout": lifecycle.PARENT_SILENCE}}
 
 
-def tbon_table(spec: MiniClusterSpec) -> dict[str, str]:
-    """The overlay network's settings (flux-config-tbon(5))."""
-    tbon = {"connect_timeout": spec.connect_timeout}
+def tbon_table(spec: MiniClusterSpec) -> dict[str, str | int]:
+    """The overlay network's settings (flux-config-tbon(5)). zmqdebug: the overlay logs its sockets'
+    events (at debug level, to the broker's log only), so that a worker sees its link to rank 0 close and
+    come back, and speaks to rank 0 at once (stopping.sh, watch_parent_link)."""
+    tbon: dict[str, str | int] = {"connect_timeout": spec.connect_timeout, "zmqdebug": 1}
     if spec.topology is not None:
         tbon["topo"] = spec.topology
     return tbon

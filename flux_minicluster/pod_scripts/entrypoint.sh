@@ -206,8 +206,8 @@ start_rank0() {
 # broker's. A worker that starts before rank 0 is reachable may exit early: retry with a short, bounded
 # backoff. Exit 0 means the instance shut down, which ends this pod's work, unless rank 0 marked it to
 # rejoin rank 0's replacement. A broker that had joined and then fails lost its rank 0 (killed, so it
-# could not mark anyone; or silent for [heartbeat] timeout): it retries with a fresh budget, and does not
-# give up for MC_REJOIN_WAIT seconds, however many tries that takes, while rank 0's replacement comes.
+# could not mark anyone; or silent for [heartbeat] timeout): it starts again at once, with a fresh budget,
+# and does not give up for MC_REJOIN_WAIT seconds, however many tries it takes, while rank 0's replacement comes.
 start_worker() {
   local -a options broker=("$flux" start)
   local attempt=1 delay=1 status rejoin_until=0
@@ -236,7 +236,8 @@ start_worker() {
     fi
     if [[ $broker_was_ready == true ]]; then # it had joined: rank 0 went away unannounced (killed)
       log "broker exited with status $status after it had joined the instance: rejoining rank 0's replacement"
-      attempt=0 delay=1 rejoin_until=$((SECONDS + ${MC_REJOIN_WAIT:?}))
+      attempt=1 delay=1 rejoin_until=$((SECONDS + ${MC_REJOIN_WAIT:?}))
+      continue # at once: most often rank 0's replacement turned it away, so it is up
     fi
     if ((attempt >= ${MC_WORKER_RETRIES:?} && SECONDS >= rejoin_until)); then
       log "broker exited with status $status; giving up after $attempt tries"

@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2154 # the entrypoint's variables
 # What a broker does when its pod is told to stop, before its broker stops: rank 0 hands the instance
-# over; a worker leaves it (and its next pod undoes the drain). And the worker's own stop of a broker
-# that missed messages from rank 0. Sourced by entrypoint.sh, whose variables it uses.
+# over; a worker leaves it (and its next pod undoes the drain). And a worker's watch of its link to rank
+# 0. Sourced by entrypoint.sh, whose variables it uses.
 
 # SIGTERM (the trap): rank 0 hands the instance over, a worker leaves it (drains its rank, ends the jobs
 # it runs); then the broker stops cleanly.
@@ -44,22 +44,40 @@ leave_instance() {
   while [[ -n $(jobs_here) ]] && ((SECONDS < deadline)); do sleep 0.1; done
 }
 
-# A worker's broker that missed messages from rank 0 is killed, to be started again as after any loss of
-# its parent. Flux's overlay logs "lost event(s)" when the TCP connection to the parent was closed during
-# a network cut of tbon.tcp_user_timeout (20 s) or more and the connection that replaced it lost what was
-# in flight: requests too, which nothing resends. A job's launch lost that way held the job, and its
-# nodes, for good (found by the soak on the real node). Once this broker is gone, rank 0 fails what it
-# still awaits from this rank. It reads the broker's log as it comes (one process, which waits for the
-# broker to log), from when the broker is up until the broker ends.
+# A worker watches its broker's link to rank 0 in the broker's log (`flux dmesg --follow`: one process,
+# which waits for the broker to log), from when the broker is up until it ends. Two cases:
+# - The link came back after it was closed (the overlay's socket events, broker.toml's tbon.zmqdebug):
+#   the broker says something to rank 0 at once. A parent (rank 0, or the worker above this one in a
+#   deeper tree) that was killed and replaced does not know this broker, and turns it away as soon as it
+#   hears from it; the broker then exits, and the entrypoint starts it again to join the replacement.
+#   Left alone, the broker says nothing until Flux's next keepalive, up to 10 s after the replacement is
+#   up, while every job that needs all the nodes waits. A parent that is still the same one just answers.
+# - The broker missed messages from rank 0: it is killed, to be started again as after any loss of its
+#   parent. Flux's overlay logs "lost event(s)" when the TCP connection to the parent was closed during a
+#   network cut of tbon.tcp_user_timeout (20 s) or more and the connection that replaced it lost what was
+#   in flight: requests too, which nothing resends. A job's launch lost that way held the job, and its
+#   nodes, for good (found by the soak on the real node). Once this broker is gone, rank 0 fails what it
+#   still awaits from this rank.
 watch_parent_link() {
-  local line broker
+  local line broker closed=false
   while IFS= read -r line; do
-    [[ $line == *"overlay.err"*"lost event"* ]] || continue
-    read -r broker <"$state/broker.pid" || return 0
-    log "the broker missed messages from rank 0 (${line##*: }): restarting it, so that rank 0 gives up" \
-      "what it still awaits from this rank"
-    kill -KILL "$broker" 2>/dev/null
-    return 0
+    case $line in
+      *"parent sockevent "*" disconnected"*) closed=true ;;
+      *"parent sockevent "*" handshake succeeded"*)
+        [[ $closed == true ]] || continue
+        closed=false
+        log "the link to the parent broker is back: pinging rank 0 through it, so that a parent that was" \
+          "replaced turns this broker away at once"
+        FLUX_URI=$local_uri bounded "$flux" ping --count=1 0 >/dev/null 2>&1 &
+        ;;
+      *"overlay.err"*"lost event"*)
+        read -r broker <"$state/broker.pid" || return 0
+        log "the broker missed messages from rank 0 (${line##*: }): restarting it, so that rank 0 gives up" \
+          "what it still awaits from this rank"
+        kill -KILL "$broker" 2>/dev/null
+        return 0
+        ;;
+    esac
   done < <(FLUX_URI=$local_uri "$flux" dmesg --follow 2>/dev/null)
 }
 

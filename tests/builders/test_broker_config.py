@@ -61,8 +61,9 @@ def test_resource_file_is_the_one_the_entrypoint_writes() -> None:
 
 
 def test_the_overlay_settings_are_brokers_toml_tbon_table() -> None:
-    assert broker()["tbon"] == {"connect_timeout": "5s"}  # flux-config-tbon(5); Flux's own topology
-    assert broker(topology="binomial", connectTimeout="1m")["tbon"] == {"connect_timeout": "1m", "topo": "binomial"}
+    assert broker()["tbon"] == {"connect_timeout": "5s", "zmqdebug": 1}  # flux-config-tbon(5); Flux's own topology
+    binomial = broker(topology="binomial", connectTimeout="1m")["tbon"]
+    assert binomial == {"connect_timeout": "1m", "zmqdebug": 1, "topo": "binomial"}
 
 
 def test_a_worker_that_hears_nothing_from_rank_0_for_a_minute_starts_its_broker_again() -> None:
@@ -77,14 +78,14 @@ OWN_BROKER_TOML = '[bootstrap]\ncurve_cert = "/var/lib/minicluster/curve.cert"\n
 
 def test_a_broker_config_of_ones_own_gets_the_overlay_tables_it_lacks() -> None:
     parsed = broker(brokerConfig=OWN_BROKER_TOML, connectTimeout="9s")
-    assert parsed["tbon"] == {"connect_timeout": "9s"}
+    assert parsed["tbon"] == {"connect_timeout": "9s", "zmqdebug": 1}
     assert parsed["heartbeat"] == {"timeout": "60s"}
     assert parsed["bootstrap"]["hosts"] == [{"host": "dev-[0-3]"}]
 
 
 def test_a_broker_config_with_its_own_heartbeat_table_keeps_it_and_gets_the_tbon_table() -> None:
     parsed = broker(brokerConfig=OWN_BROKER_TOML + '[heartbeat]\ntimeout = "5m"\n')
-    assert (parsed["heartbeat"], parsed["tbon"]) == ({"timeout": "5m"}, {"connect_timeout": "5s"})
+    assert (parsed["heartbeat"], parsed["tbon"]) == ({"timeout": "5m"}, {"connect_timeout": "5s", "zmqdebug": 1})
 
 
 def test_a_broker_config_with_its_own_overlay_tables_is_used_as_written() -> None:

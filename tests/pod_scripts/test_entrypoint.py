@@ -147,7 +147,7 @@ def test_topology_and_connect_timeout_reach_broker_toml_and_the_log_level_the_br
     pods = Pods(tmp_path, topology="kary:2", connectTimeout="2s", logLevel=7)
     start = pods.run(1).start
     broker_toml = tomllib.loads((tmp_path / "broker" / manifests.BROKER_CONFIG_KEY).read_text())
-    assert broker_toml["tbon"] == {"connect_timeout": "2s", "topo": "kary:2"}  # flux-config-tbon(5)
+    assert broker_toml["tbon"] == {"connect_timeout": "2s", "zmqdebug": 1, "topo": "kary:2"}  # flux-config-tbon(5)
     assert "-Slog-stderr-level=7" in start
     assert not [option for option in start if option.startswith("-Stbon.")]
 

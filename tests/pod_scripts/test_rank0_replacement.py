@@ -45,6 +45,7 @@ def test_a_worker_that_had_joined_keeps_trying_beyond_its_budget_while_rank0s_re
     joined_then_alone = {"STANDIN_START_READY_CALLS": "1", "STANDIN_EXITS_START": "1 1 1 1 1 0"}
     within = pods.run(1, **joined_then_alone)  # the second to fifth starts never reach rank 0
     assert (within.status, len(within.subcommand("start"))) == (0, 6)
+    assert within.sleeps == ["sleep 1", "sleep 2", "sleep 4", "sleep 8"]  # the first start again at once
     assert "giving up" not in within.stderr
     (tmp_path / "past").mkdir()
     past = Pods(tmp_path / "past", command=None, workerRetries=2).run(1, MC_REJOIN_WAIT="0", **joined_then_alone)
@@ -74,6 +75,38 @@ def test_a_worker_whose_broker_logs_no_loss_keeps_it(tmp_path: Path) -> None:
     run = stop((worker, log))
     assert starts(log) == 1
     assert "missed messages" not in run.stderr
+
+
+SOCKET = "overlay.debug[1]: parent sockevent tcp://dev-0.dev.default.svc.cluster.local:8050"
+"""How Flux's overlay begins a line on an event of a worker's socket to rank 0 (broker.toml's tbon.zmqdebug)."""
+CONNECTED = f"{SOCKET} connected\n{SOCKET} handshake succeeded"
+CLOSED = f"{SOCKET} disconnected\n{SOCKET} connect retried\n{SOCKET} closed"
+
+
+def pings(log: Path) -> list[list[str]]:
+    return [call["argv"] for call in calls_of(log) if call.get("argv", [""])[0] == "ping"]
+
+
+def test_a_worker_whose_link_to_rank0_comes_back_speaks_to_rank0_at_once(tmp_path: Path) -> None:
+    """A replaced rank 0 turns away a broker it does not know when it hears from it: at once, rather than
+    at Flux's next keepalive, up to 10 s later (the soak's killed rank 0)."""
+    pods = Pods(tmp_path, command=None)
+    back = "\n".join([CONNECTED, CLOSED, CONNECTED])
+    worker, log = pods.start(1, STANDIN_START_BLOCK="1", STANDIN_START_READY_CALLS="1", STANDIN_DMESG=back)
+    wait_for(lambda: pings(log), "a word to rank 0")
+    run = stop((worker, log))
+    assert pings(log) == [["ping", "--count=1", "0"]]  # once, for the one time the link came back
+    assert "the link to the parent broker is back: pinging rank 0 through it" in run.stderr
+    assert starts(log) == 1  # a rank 0 that is still the same one just answers: the broker stays
+
+
+def test_a_worker_whose_link_came_up_once_says_nothing_more(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, command=None)
+    worker, log = pods.start(1, STANDIN_START_BLOCK="1", STANDIN_START_READY_CALLS="1", STANDIN_DMESG=CONNECTED)
+    wait_for(lambda: any(call["argv"][:2] == ["dmesg", "--follow"] for call in calls_of(log)), "the watch")
+    run = stop((worker, log))
+    assert pings(log) == []
+    assert "link to the parent broker is back" not in run.stderr
 
 
 def test_the_readiness_probe_asks_the_entrypoint_every_few_seconds() -> None:

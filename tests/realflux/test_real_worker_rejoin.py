@@ -4,7 +4,11 @@ answers; on real Flux. A replaced rank 0 that ignores a worker's connection (one
 connections still open there) looks the same to the worker: it hears nothing. Rank 0's broker is
 stopped (SIGSTOP) to make that silence here: its kernel still accepts and acknowledges, so neither TCP
 nor anything else but the heartbeat timeout ends it. The soak (tests/soak) found the case: with Flux's
-own 5 minutes the worker stayed offline and every job that needed all the nodes waited."""
+own 5 minutes the worker stayed offline and every job that needed all the nodes waited.
+
+A rank 0 killed and replaced at once, the usual case, is told apart sooner: each worker's connection
+closes with the old broker and comes back to the new one, which turns the worker away as soon as it hears
+from it. Each worker speaks at once (stopping.sh, watch_parent_link) rather than at Flux's next keepalive."""
 
 from __future__ import annotations
 
@@ -20,6 +24,8 @@ pytestmark = pytest.mark.realflux
 SILENCE = float(lifecycle.PARENT_SILENCE.removesuffix("s"))
 DISCONNECTED = "disconnecting: no heartbeat for"
 """What a worker's broker logs (Flux's overlay, at LOG_CRIT) as the heartbeat timeout ends its link."""
+SPEAKING = "the link to the parent broker is back: pinging rank 0 through it"
+"""What a worker's entrypoint logs as its link to rank 0 comes back after it closed."""
 REJOINING = "after it had joined the instance: rejoining rank 0's replacement"
 """What the entrypoint logs as it starts a broker again that had joined (entrypoint.sh, start_worker)."""
 
@@ -43,3 +49,20 @@ def test_a_worker_whose_rank0_falls_silent_starts_its_broker_again_and_rejoins_o
         rank0.exec("pkill", "-CONT", "-x", "flux-broker-0")
     assert all(DISCONNECTED in worker.log for worker in workers)
     wait_until(lambda: rank0.usable_ranks() == "0-3", "every rank online and available again", 60, poll=0.5)
+
+
+def test_workers_rejoin_a_killed_rank0s_replacement_once_they_hear_from_it_not_at_a_keepalive(
+    minicluster: Callable[..., Kubelet],
+) -> None:
+    # Flux's keepalive, which would tell the replacement too, out of the test's time: only the workers'
+    # own word can.
+    quiet = {"tbon.torpid_min": "25s"}
+    cluster = minicluster(command=None, stateVolume={"claimName": "flux-state"}, brokerAttributes=quiet)
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods[0].kill()
+    pods[0].wait()
+    rank0, workers = cluster.start(0), pods[1:]
+    wait_until(lambda: all(REJOINING in worker.log for worker in workers), "each worker to rejoin", 20, poll=0.2)
+    assert all(SPEAKING in worker.log for worker in workers)
+    wait_until(lambda: rank0.usable_ranks() == "0-3", "every rank online and available again", 30, poll=0.5)

@@ -256,7 +256,7 @@ def test_broker_attributes_become_lines_for_the_entrypoint() -> None:
 def test_a_broker_config_replaces_the_generated_one_whole_but_for_the_overlay_tables_it_lacks() -> None:
     own = '[bootstrap]\ncurve_cert = "/var/lib/minicluster/curve.cert"\nhosts = [{ host = "dev-[0-3]" }]\n'
     written = data(deploy(config(brokerConfig=own)), "dev-broker-config")["broker.toml"]
-    assert written == own + '\n[tbon]\nconnect_timeout = "5s"\n\n[heartbeat]\ntimeout = "60s"\n'
+    assert written == own + '\n[tbon]\nconnect_timeout = "5s"\nzmqdebug = 1\n\n[heartbeat]\ntimeout = "60s"\n'
 
 
 def test_option_flags_are_split_and_added_after_submit_flags() -> None:
