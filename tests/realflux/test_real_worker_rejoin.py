@@ -17,7 +17,7 @@ from collections.abc import Callable
 import pytest
 
 from flux_minicluster.config import lifecycle
-from tests.kubelet.pod import wait_until
+from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
 
 pytestmark = pytest.mark.realflux
@@ -51,6 +51,13 @@ def test_a_worker_whose_rank0_falls_silent_starts_its_broker_again_and_rejoins_o
     wait_until(lambda: rank0.usable_ranks() == "0-3", "every rank online and available again", 60, poll=0.5)
 
 
+def watching(worker: Pod) -> bool:
+    """The worker's watch reads its broker's log. What the worker asked rank 0 on its way in (its undrain
+    step, just before the watch) then has its answer: a word of its still in flight would tell the
+    replacement as well (it did, killed as soon as the brokers were ready)."""
+    return worker.exec("pgrep", "-f", "dmesg --follow").returncode == 0
+
+
 def test_workers_rejoin_a_killed_rank0s_replacement_once_they_hear_from_it_not_at_a_keepalive(
     minicluster: Callable[..., Kubelet],
 ) -> None:
@@ -60,6 +67,7 @@ def test_workers_rejoin_a_killed_rank0s_replacement_once_they_hear_from_it_not_a
     cluster = minicluster(command=None, stateVolume={"claimName": "flux-state"}, brokerAttributes=quiet)
     pods = cluster.start_all()
     wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    wait_until(lambda: all(watching(pod) for pod in pods[1:]), "each worker's watch of its link", 30)
     pods[0].kill()
     pods[0].wait()
     rank0, workers = cluster.start(0), pods[1:]
