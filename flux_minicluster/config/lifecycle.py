@@ -66,7 +66,8 @@ PARENT_SILENCE = "60s"
 """broker.toml's [heartbeat] timeout (flux-config-heartbeat(5)): a worker that hears no heartbeat from
 rank 0 for this long drops its connection to it, so its broker exits and the entrypoint starts it again,
 and it joins whatever rank 0 now runs. Flux's own default is 5 minutes. A worker normally learns of a
-replaced rank 0 from the replacement itself, which turns away a connection it does not know; but a
+replaced rank 0 from the replacement itself, which turns away a connection it does not know as soon as
+the worker speaks (the worker's watch of its link pings rank 0 once the link is back); but a
 replacement can keep a stale connection of that worker's open (a link that dropped while only the
 worker had data in flight), and the worker's next connection, under the same identity, is then
 ignored: the worker stays offline, and every job that needs all the nodes waits, until this timeout.
