@@ -35,7 +35,7 @@ class Run:
     sleeps: list[str]
 
     def subcommand(self, name: str) -> list[list[str]]:
-        return [call["argv"] for call in self.calls if call.get("argv", [])[:1] == [name]]
+        return argvs(self.calls, name)
 
     @property
     def start(self) -> list[str]:
@@ -163,8 +163,13 @@ def calls_of(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in text.split("\n")[:-1]]
 
 
+def argvs(calls: list[dict[str, Any]], name: str) -> list[list[str]]:
+    """The argv of each call of `flux NAME` among `calls` (a signal the broker took is recorded too, with none)."""
+    return [call["argv"] for call in calls if call.get("argv", [])[:1] == [name]]
+
+
 def starts(log: Path) -> int:
-    return sum(1 for call in calls_of(log) if call.get("argv", [""])[0] == "start")
+    return len(argvs(calls_of(log), "start"))
 
 
 def stop(started: tuple[subprocess.Popen[str], Path]) -> Run:

@@ -18,7 +18,7 @@ from flux_minicluster.config import lifecycle
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
-from tests.pods import Pods, calls_of, starts, stop, wait_for
+from tests.pods import Pods, argvs, calls_of, starts, stop, wait_for
 
 NOTE = lifecycle.HAND_OVER_NOTE
 
@@ -71,7 +71,7 @@ def test_a_worker_whose_broker_logs_no_loss_keeps_it(tmp_path: Path) -> None:
     pods = Pods(tmp_path, command=None)
     quiet = "2026-11-28T16:10:46.946458Z heartbeat.warning[1]: heartbeat received"
     worker, log = pods.start(1, STANDIN_START_BLOCK="1", STANDIN_START_READY_CALLS="1", STANDIN_DMESG=quiet)
-    wait_for(lambda: any(call["argv"][:2] == ["dmesg", "--follow"] for call in calls_of(log)), "the watch")
+    wait_for(lambda: any(argv[:2] == ["dmesg", "--follow"] for argv in argvs(calls_of(log), "dmesg")), "the watch")
     run = stop((worker, log))
     assert starts(log) == 1
     assert "missed messages" not in run.stderr
@@ -84,7 +84,7 @@ CLOSED = f"{SOCKET} disconnected\n{SOCKET} connect retried\n{SOCKET} closed"
 
 
 def pings(log: Path) -> list[list[str]]:
-    return [call["argv"] for call in calls_of(log) if call.get("argv", [""])[0] == "ping"]
+    return argvs(calls_of(log), "ping")
 
 
 def test_a_worker_whose_link_to_rank0_comes_back_speaks_to_rank0_at_once(tmp_path: Path) -> None:
