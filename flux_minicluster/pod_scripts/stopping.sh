@@ -59,6 +59,7 @@ leave_instance() {
 #   nodes, for good (found by the soak on the real node). Once this broker is gone, rank 0 fails what it
 #   still awaits from this rank.
 watch_parent_link() {
+  local -x FLUX_URI=$local_uri
   local line broker closed=false
   while IFS= read -r line; do
     case $line in
@@ -68,7 +69,7 @@ watch_parent_link() {
         closed=false
         log "the link to the parent broker is back: pinging rank 0 through it, so that a parent that was" \
           "replaced turns this broker away at once"
-        FLUX_URI=$local_uri bounded "$flux" ping --count=1 0 >/dev/null 2>&1 &
+        bounded "$flux" ping --count=1 0 >/dev/null 2>&1 &
         ;;
       *"overlay.err"*"lost event"*)
         read -r broker <"$state/broker.pid" || return 0
@@ -78,7 +79,7 @@ watch_parent_link() {
         return 0
         ;;
     esac
-  done < <(FLUX_URI=$local_uri "$flux" dmesg --follow 2>/dev/null)
+  done < <("$flux" dmesg --follow 2>/dev/null)
 }
 
 # This pod's predecessor drained the rank as it stopped (leave_instance): undrained once this broker
