@@ -16,8 +16,8 @@ from flux_minicluster.config.spec import MiniClusterSpec
 POD_SCRIPTS = Path(str(resources.files("flux_minicluster").joinpath("pod_scripts")))
 """The folder of the pods' own scripts, as this package holds them (the tests run them from there too)."""
 SCRIPTS = (
-    paths.ENTRYPOINT_SCRIPT, "lib.sh", "readiness.sh", "saved_instance.sh", "stopping.sh", "instance.sh",
-    "worker_rc.sh", paths.RESTART_RC1, paths.RESIZE_SCRIPT,
+    paths.ENTRYPOINT_SCRIPT, "lib.sh", "readiness.sh", "saved_instance.sh", "stopping.sh", "worker.sh",
+    "instance.sh", "worker_rc.sh", paths.RESTART_RC1, paths.RESIZE_SCRIPT,
     paths.READINGS_SCRIPT, paths.METRICS_SCRIPT, paths.AUTOSCALER_ENTRY, paths.AUTOSCALER_SCRIPT,
     paths.AUTOSCALING_MODULE, paths.CLUSTER_API_MODULE,
 )  # fmt: skip
@@ -72,7 +72,7 @@ def overlay_tables(spec: MiniClusterSpec) -> dict[str, dict[str, str | int]]:
 def tbon_table(spec: MiniClusterSpec) -> dict[str, str | int]:
     """The overlay network's settings (flux-config-tbon(5)). zmqdebug: the overlay logs its sockets'
     events (at debug level, to the broker's log only), so that a worker sees its link to rank 0 close and
-    come back, and speaks to rank 0 at once (stopping.sh, watch_parent_link)."""
+    come back, and speaks to rank 0 at once (worker.sh, watch_parent_link)."""
     tbon: dict[str, str | int] = {"connect_timeout": spec.connect_timeout, "zmqdebug": 1}
     if spec.topology is not None:
         tbon["topo"] = spec.topology

@@ -11,9 +11,10 @@
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
 # init.sh, pre.sh and post.sh, and the other scripts: lib.sh, readiness.sh (the readiness probe),
 # saved_instance.sh (rank 0 across pods, with restart_rc1.py, its own step in Flux's rc1), stopping.sh
-# (what a broker does before it stops), worker_rc.sh (a worker broker's rc1 and rc3), instance.sh (rank
-# 0's program for batch, interactive, the RESTful API), resize.sh, and the Python companion started
-# beside the broker: metrics.py (metrics.enabled).
+# (what a broker does before it stops), worker.sh (a worker's broker and what runs beside it),
+# worker_rc.sh (a worker broker's rc1 and rc3), instance.sh (rank 0's program for batch, interactive,
+# the RESTful API), resize.sh, and the Python companion started beside the broker: metrics.py
+# (metrics.enabled).
 # autoscaler.sh is another container's.
 # The current size and quorum are read at start from MC_SCALE_DIR, which a resize rewrites in place.
 # Stopping: SIGTERM is passed to the broker, and the pod exits 143 (never 0: a Job does not rerun a
@@ -197,60 +198,6 @@ start_rank0() {
   run_broker "${broker[@]}" "${options[@]}" "${program[@]}"
 }
 
-# Workers run a broker with no program, and Flux's rc1 and rc3 through worker_rc.sh: the same modules
-# without modprobe's Python where that is all Flux would do (MC_WORKER_MODULES: empty where the stack's
-# broker config could change it). Where R lists no GPUs, a worker's broker scans its node without
-# hwloc's I/O discovery (the PCI, OpenCL and GL plugins, linuxio's devices): most of its topology scan,
-# on every worker's way into the instance, and nothing there uses it (R comes from rank 0; a child
-# instance checks only cores against it). Its jobs' tasks get their submitters' environment, not the
-# broker's. A worker that starts before rank 0 is reachable may exit early: retry with a short, bounded
-# backoff. Exit 0 means the instance shut down, which ends this pod's work, unless rank 0 marked it to
-# rejoin rank 0's replacement. A broker that had joined and then fails lost its rank 0 (killed, so it
-# could not mark anyone; or silent for [heartbeat] timeout): it starts again at once, with a fresh budget,
-# and does not give up for MC_REJOIN_WAIT seconds, however many tries it takes, while rank 0's replacement comes.
-start_worker() {
-  local -a options broker=("$flux" start)
-  local attempt=1 delay=1 status rejoin_until=0
-  broker_options options
-  if [[ -n ${MC_WORKER_MODULES?} ]]; then
-    options+=("-Sbroker.rc1_path=bash $run_config/worker_rc.sh 1" "-Sbroker.rc3_path=bash $run_config/worker_rc.sh 3")
-  fi
-  if [[ -z $MC_GPU_IDS ]]; then broker=(env HWLOC_COMPONENTS=-linuxio HWLOC_PLUGINS_PATH=/nonexistent "${broker[@]}"); fi
-  while :; do
-    status=0
-    # At each start: a rank 0 restarted from its last checkpoint may have the drain again.
-    { undrain_when_up; watch_parent_link; } &
-    restart_step_pid=$!
-    run_broker "${broker[@]}" "${options[@]}" || status=$?
-    kill "$restart_step_pid" 2>/dev/null || true
-    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
-    if ((status == 0)) && [[ -e $rejoin_mark ]]; then
-      rm -f "$rejoin_mark"
-      log "rank 0's pod went away: rejoining when its replacement is up"
-      attempt=1 delay=1
-      continue
-    fi
-    if ((status == 0)); then
-      log "the instance shut down"
-      return 0
-    fi
-    if [[ $broker_was_ready == true ]]; then # it had joined: rank 0 went away unannounced (killed)
-      log "broker exited with status $status after it had joined the instance: rejoining rank 0's replacement"
-      attempt=1 delay=1 rejoin_until=$((SECONDS + ${MC_REJOIN_WAIT:?}))
-      continue # at once: most often rank 0's replacement turned it away, so it is up
-    fi
-    if ((attempt >= ${MC_WORKER_RETRIES:?} && SECONDS >= rejoin_until)); then
-      log "broker exited with status $status; giving up after $attempt tries"
-      return "$status"
-    fi
-    log "broker exited with status $status; try $((attempt + 1))/$MC_WORKER_RETRIES in ${delay}s"
-    pause "$delay"
-    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
-    attempt=$((attempt + 1))
-    delay=$((delay < 8 ? delay * 2 : 10))
-  done
-}
-
 main() {
   use_flux_view
   if [[ ${1:-} == --ready ]]; then
@@ -265,6 +212,8 @@ main() {
   source "$run_config/saved_instance.sh"
   # shellcheck source=stopping.sh source-path=SCRIPTDIR
   source "$run_config/stopping.sh"
+  # shellcheck source=worker.sh source-path=SCRIPTDIR
+  source "$run_config/worker.sh"
   restore_view_software
   trap on_stop TERM INT
   run_hook init

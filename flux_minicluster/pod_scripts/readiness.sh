@@ -1,6 +1,7 @@
 # shellcheck shell=bash disable=SC2154 # lib.sh's variables
-# The readiness probe (entrypoint.sh --ready), and whether this pod's broker has entered its instance's
-# run state (stopping.sh asks too). Sourced by the entrypoint after lib.sh, never run.
+# The readiness probe (entrypoint.sh --ready), whether this pod's broker has entered its instance's run
+# state (stopping.sh asks too), and whether the probe found it so (broker_up). Sourced by the entrypoint
+# after lib.sh, never run.
 
 # The readiness probe. Until the broker is up it asks Flux, and keeps asking for a while (MC_READY_LOOKS
 # times, MC_READY_LOOK apart; also while the broker has not been started yet) before it answers no, so
@@ -29,4 +30,11 @@ ready() {
 
 in_run_state() {
   [[ $(FLUX_URI=$local_uri "$flux" dmesg 2>/dev/null) == *" quorum->run "* ]]
+}
+
+# The readiness probe found this pod's current broker up in the instance (read with builtins only).
+broker_up() {
+  local ready_pid="" broker=""
+  [[ -r $state/ready && -r $state/broker.pid ]] || return 1
+  read -r ready_pid <"$state/ready" && read -r broker <"$state/broker.pid" && [[ $ready_pid == "$broker" ]]
 }

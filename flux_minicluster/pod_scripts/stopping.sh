@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2154 # the entrypoint's variables
 # What a broker does when its pod is told to stop, before its broker stops: rank 0 hands the instance
-# over; a worker leaves it (and its next pod undoes the drain). And a worker's watch of its link to rank
-# 0. Sourced by entrypoint.sh, whose variables it uses.
+# over; a worker leaves it (and its next pod undoes the drain: worker.sh). Sourced by entrypoint.sh,
+# whose variables it uses.
 
 # SIGTERM (the trap): rank 0 hands the instance over, a worker leaves it (drains its rank, ends the jobs
 # it runs); then the broker stops cleanly.
@@ -42,82 +42,6 @@ leave_instance() {
     log "could not end every one of them: Flux frees their other nodes when it gives up on this rank"
   deadline=$((SECONDS + ${MC_JOB_END_WAIT:?}))
   while [[ -n $(jobs_here) ]] && ((SECONDS < deadline)); do sleep 0.1; done
-}
-
-# A worker watches its broker's link to rank 0 in the broker's log (`flux dmesg --follow`: one process,
-# which waits for the broker to log), from when the broker is up until it ends. Two cases:
-# - The link came back after it was closed (the overlay's socket events, broker.toml's tbon.zmqdebug):
-#   the broker says something to rank 0 at once. A parent (rank 0, or the worker above this one in a
-#   deeper tree) that was killed and replaced does not know this broker, and turns it away as soon as it
-#   hears from it; the broker then exits, and the entrypoint starts it again to join the replacement.
-#   Left alone, the broker says nothing until Flux's next keepalive, up to 10 s after the replacement is
-#   up, while every job that needs all the nodes waits. A parent that is still the same one just answers.
-# - The broker missed messages from rank 0: it is killed, to be started again as after any loss of its
-#   parent. Flux's overlay logs "lost event(s)" when the TCP connection to the parent was closed during a
-#   network cut of tbon.tcp_user_timeout (20 s) or more and the connection that replaced it lost what was
-#   in flight: requests too, which nothing resends. A job's launch lost that way held the job, and its
-#   nodes, for good (found by the soak on the real node). Once this broker is gone, rank 0 fails what it
-#   still awaits from this rank.
-watch_parent_link() {
-  local -x FLUX_URI=$local_uri
-  local line broker closed=false
-  while IFS= read -r line; do
-    case $line in
-      *"parent sockevent "*" disconnected"*) closed=true ;;
-      *"parent sockevent "*" handshake succeeded"*)
-        [[ $closed == true ]] || continue
-        closed=false
-        log "the link to the parent broker is back: pinging rank 0 through it, so that a parent that was" \
-          "replaced turns this broker away at once"
-        bounded "$flux" ping --count=1 0 >/dev/null 2>&1 &
-        ;;
-      *"overlay.err"*"lost event"*)
-        read -r broker <"$state/broker.pid" || return 0
-        log "the broker missed messages from rank 0 (${line##*: }): restarting it, so that rank 0 gives up" \
-          "what it still awaits from this rank"
-        kill -KILL "$broker" 2>/dev/null
-        return 0
-        ;;
-    esac
-  done < <("$flux" dmesg --follow 2>/dev/null)
-}
-
-# This pod's predecessor drained the rank as it stopped (leave_instance): undrained once this broker
-# answers, unless it was drained for another reason since. Run beside each of a worker's brokers (a
-# rank 0 restarted from its last checkpoint may hold the drain again); the mark is read with a C
-# command, and Python's `flux resource` runs only where there is one. It runs during bring-up, beside
-# every worker's broker, so it asks Flux nothing until the broker is up: the readiness probe finds that
-# out first; where no probe runs, it asks once a second once the broker's socket is there. It waits
-# with bash's own read timeout, not a process per look.
-undrain_when_up() {
-  local -x FLUX_URI=$local_uri
-  local mark note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} said reason looks=0 idle
-  mark=$(drain_mark)
-  exec {idle}<> <(:) # nothing is ever written here: a read on it only times out
-  while :; do
-    if broker_up || { ((++looks % 5 == 0)) && [[ -S ${local_uri#local://} ]]; }; then
-      if said=$("$flux" kvs get "$mark" 2>&1); then break; fi
-      if [[ $said == *"$mark: No such file or directory"* ]]; then return 0; fi
-    fi
-    read -rt 0.2 -u "$idle" || true
-  done
-  reason=$("$flux" resource drain -n -i "$rank" -o '{reason}') || return 1
-  if [[ $reason == "$note" ]]; then
-    "$flux" resource undrain "$rank" || return 1
-    log "undrained this rank, drained when the previous pod of rank $rank stopped"
-  fi
-  "$flux" kvs unlink "$mark" >/dev/null
-}
-
-# The readiness probe found this pod's current broker up in the instance (read with builtins only).
-broker_up() {
-  local ready_pid="" broker=""
-  [[ -r $state/ready && -r $state/broker.pid ]] || return 1
-  read -r ready_pid <"$state/ready" && read -r broker <"$state/broker.pid" && [[ $ready_pid == "$broker" ]]
-}
-
-drain_mark() {
-  printf '%s.%s' "${MC_DRAIN_MARKS:?}" "$rank"
 }
 
 # The jobs that hold this rank (running, or ending), one ID per line: Flux's list (`flux job list`, a C

@@ -8,7 +8,7 @@ own 5 minutes the worker stayed offline and every job that needed all the nodes 
 
 A rank 0 killed and replaced at once, the usual case, is told apart sooner: each worker's connection
 closes with the old broker and comes back to the new one, which turns the worker away as soon as it hears
-from it. Each worker speaks at once (stopping.sh, watch_parent_link) rather than at Flux's next keepalive."""
+from it. Each worker speaks at once (worker.sh, watch_parent_link) rather than at Flux's next keepalive."""
 
 from __future__ import annotations
 

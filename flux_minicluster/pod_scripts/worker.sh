@@ -1,0 +1,130 @@
+# shellcheck shell=bash disable=SC2154 # the entrypoint's variables
+# A worker's broker: the loop that starts it, again and again while rank 0 is replaced
+# (start_worker), and what runs beside each of its brokers: the undrain of its rank (undrain_when_up)
+# and the watch of its link to rank 0 (watch_parent_link). Sourced by entrypoint.sh, whose variables
+# and functions (run_broker, stopping.sh's bounded) it uses.
+
+# Workers run a broker with no program, and Flux's rc1 and rc3 through worker_rc.sh: the same modules
+# without modprobe's Python where that is all Flux would do (MC_WORKER_MODULES: empty where the stack's
+# broker config could change it). Where R lists no GPUs, a worker's broker scans its node without
+# hwloc's I/O discovery (the PCI, OpenCL and GL plugins, linuxio's devices): most of its topology scan,
+# on every worker's way into the instance, and nothing there uses it (R comes from rank 0; a child
+# instance checks only cores against it). Its jobs' tasks get their submitters' environment, not the
+# broker's. A worker that starts before rank 0 is reachable may exit early: retry with a short, bounded
+# backoff. Exit 0 means the instance shut down, which ends this pod's work, unless rank 0 marked it to
+# rejoin rank 0's replacement. A broker that had joined and then fails lost its rank 0 (killed, so it
+# could not mark anyone; or silent for [heartbeat] timeout): it starts again at once, with a fresh budget,
+# and does not give up for MC_REJOIN_WAIT seconds, however many tries it takes, while rank 0's replacement comes.
+start_worker() {
+  local -a options broker=("$flux" start)
+  local attempt=1 delay=1 status rejoin_until=0
+  broker_options options
+  if [[ -n ${MC_WORKER_MODULES?} ]]; then
+    options+=("-Sbroker.rc1_path=bash $run_config/worker_rc.sh 1" "-Sbroker.rc3_path=bash $run_config/worker_rc.sh 3")
+  fi
+  if [[ -z $MC_GPU_IDS ]]; then broker=(env HWLOC_COMPONENTS=-linuxio HWLOC_PLUGINS_PATH=/nonexistent "${broker[@]}"); fi
+  while :; do
+    status=0
+    # At each start: a rank 0 restarted from its last checkpoint may have the drain again.
+    { undrain_when_up; watch_parent_link; } &
+    restart_step_pid=$!
+    run_broker "${broker[@]}" "${options[@]}" || status=$?
+    kill "$restart_step_pid" 2>/dev/null || true
+    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
+    if ((status == 0)) && [[ -e $rejoin_mark ]]; then
+      rm -f "$rejoin_mark"
+      log "rank 0's pod went away: rejoining when its replacement is up"
+      attempt=1 delay=1
+      continue
+    fi
+    if ((status == 0)); then
+      log "the instance shut down"
+      return 0
+    fi
+    if [[ $broker_was_ready == true ]]; then # it had joined: rank 0 went away unannounced (killed)
+      log "broker exited with status $status after it had joined the instance: rejoining rank 0's replacement"
+      attempt=1 delay=1 rejoin_until=$((SECONDS + ${MC_REJOIN_WAIT:?}))
+      continue # at once: most often rank 0's replacement turned it away, so it is up
+    fi
+    if ((attempt >= ${MC_WORKER_RETRIES:?} && SECONDS >= rejoin_until)); then
+      log "broker exited with status $status; giving up after $attempt tries"
+      return "$status"
+    fi
+    log "broker exited with status $status; try $((attempt + 1))/$MC_WORKER_RETRIES in ${delay}s"
+    pause "$delay"
+    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
+    attempt=$((attempt + 1))
+    delay=$((delay < 8 ? delay * 2 : 10))
+  done
+}
+
+# A worker watches its broker's link to rank 0 in the broker's log (`flux dmesg --follow`: one process,
+# which waits for the broker to log), from when the broker is up until it ends. Two cases:
+# - The link came back after it was closed (the overlay's socket events, broker.toml's tbon.zmqdebug):
+#   the broker says something to rank 0 at once. A parent (rank 0, or the worker above this one in a
+#   deeper tree) that was killed and replaced does not know this broker, and turns it away as soon as it
+#   hears from it; the broker then exits, and the entrypoint starts it again to join the replacement.
+#   Left alone, the broker says nothing until Flux's next keepalive, up to 10 s after the replacement is
+#   up, while every job that needs all the nodes waits. A parent that is still the same one just answers.
+# - The broker missed messages from rank 0: it is killed, to be started again as after any loss of its
+#   parent. Flux's overlay logs "lost event(s)" when the TCP connection to the parent was closed during a
+#   network cut of tbon.tcp_user_timeout (20 s) or more and the connection that replaced it lost what was
+#   in flight: requests too, which nothing resends. A job's launch lost that way held the job, and its
+#   nodes, for good (found by the soak on the real node). Once this broker is gone, rank 0 fails what it
+#   still awaits from this rank.
+watch_parent_link() {
+  local -x FLUX_URI=$local_uri
+  local line broker closed=false
+  while IFS= read -r line; do
+    case $line in
+      *"parent sockevent "*" disconnected"*) closed=true ;;
+      *"parent sockevent "*" handshake succeeded"*)
+        [[ $closed == true ]] || continue
+        closed=false
+        log "the link to the parent broker is back: pinging rank 0 through it, so that a parent that was" \
+          "replaced turns this broker away at once"
+        bounded "$flux" ping --count=1 0 >/dev/null 2>&1 &
+        ;;
+      *"overlay.err"*"lost event"*)
+        read -r broker <"$state/broker.pid" || return 0
+        log "the broker missed messages from rank 0 (${line##*: }): restarting it, so that rank 0 gives up" \
+          "what it still awaits from this rank"
+        kill -KILL "$broker" 2>/dev/null
+        return 0
+        ;;
+    esac
+  done < <("$flux" dmesg --follow 2>/dev/null)
+}
+
+# This pod's predecessor drained the rank as it stopped (leave_instance): undrained once this broker
+# answers, unless it was drained for another reason since. Run beside each of a worker's brokers (a
+# rank 0 restarted from its last checkpoint may hold the drain again); the mark is read with a C
+# command, and Python's `flux resource` runs only where there is one. It runs during bring-up, beside
+# every worker's broker, so it asks Flux nothing until the broker is up: the readiness probe finds that
+# out first; where no probe runs, it asks once a second once the broker's socket is there. It waits
+# with bash's own read timeout, not a process per look.
+undrain_when_up() {
+  local -x FLUX_URI=$local_uri
+  local mark note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} said reason looks=0 idle
+  mark=$(drain_mark)
+  exec {idle}<> <(:) # nothing is ever written here: a read on it only times out
+  while :; do
+    if broker_up || { ((++looks % 5 == 0)) && [[ -S ${local_uri#local://} ]]; }; then
+      if said=$("$flux" kvs get "$mark" 2>&1); then break; fi
+      if [[ $said == *"$mark: No such file or directory"* ]]; then return 0; fi
+    fi
+    read -rt 0.2 -u "$idle" || true
+  done
+  reason=$("$flux" resource drain -n -i "$rank" -o '{reason}') || return 1
+  if [[ $reason == "$note" ]]; then
+    "$flux" resource undrain "$rank" || return 1
+    log "undrained this rank, drained when the previous pod of rank $rank stopped"
+  fi
+  "$flux" kvs unlink "$mark" >/dev/null
+}
+
+# The KVS key of this rank's drain mark: written by a worker that leaves the instance (leave_instance,
+# stopping.sh), read by its next pod (undrain_when_up).
+drain_mark() {
+  printf '%s.%s' "${MC_DRAIN_MARKS:?}" "$rank"
+}
