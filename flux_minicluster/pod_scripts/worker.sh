@@ -12,12 +12,15 @@
 # instance checks only cores against it). Its jobs' tasks get their submitters' environment, not the
 # broker's. A worker that starts before rank 0 is reachable may exit early: retry with a short, bounded
 # backoff. Exit 0 means the instance shut down, which ends this pod's work, unless rank 0 marked it to
-# rejoin rank 0's replacement. A broker that had joined and then fails lost its rank 0 (killed, so it
-# could not mark anyone; or silent for [heartbeat] timeout): it starts again at once, with a fresh budget,
-# and does not give up for MC_REJOIN_WAIT seconds, however many tries it takes, while rank 0's replacement comes.
+# rejoin rank 0's replacement. The mark is for the broker that was running when rank 0 wrote it, and is
+# taken when that broker ends, however it ends: a rank 0 killed in its hand-over marks the workers and
+# never stops them, and a mark kept past that would make the worker rejoin when the replacement's
+# instance shuts down for good. A broker that had joined and then fails lost its rank 0 (killed; or
+# silent for [heartbeat] timeout): it starts again at once, with a fresh budget, and does not give up
+# for MC_REJOIN_WAIT seconds, however many tries it takes, while rank 0's replacement comes.
 start_worker() {
   local -a options broker=("$flux" start)
-  local attempt=1 delay=1 status rejoin_until=0
+  local attempt=1 delay=1 status rejoin_until=0 marked
   broker_options options
   if [[ -n ${MC_WORKER_MODULES?} ]]; then
     options+=("-Sbroker.rc1_path=bash $run_config/worker_rc.sh 1" "-Sbroker.rc3_path=bash $run_config/worker_rc.sh 3")
@@ -30,9 +33,13 @@ start_worker() {
     restart_step_pid=$!
     run_broker "${broker[@]}" "${options[@]}" || status=$?
     kill "$restart_step_pid" 2>/dev/null || true
-    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
-    if ((status == 0)) && [[ -e $rejoin_mark ]]; then
+    marked=false
+    if [[ -e $rejoin_mark ]]; then
       rm -f "$rejoin_mark"
+      marked=true
+    fi
+    if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
+    if ((status == 0)) && [[ $marked == true ]]; then
       log "rank 0's pod went away: rejoining when its replacement is up"
       attempt=1 delay=1
       continue

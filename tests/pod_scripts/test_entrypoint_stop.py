@@ -3,7 +3,9 @@ with SIGTERM sent as the kubelet sends it (issue 13)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 from pathlib import Path
 
 from flux_minicluster.config import paths
@@ -52,6 +54,24 @@ def test_a_worker_completes_when_the_instance_shuts_down_for_good(tmp_path: Path
     down.touch()  # rank 0's command finished, or `flux shutdown`: no mark
     run = Pods.wait(started)
     assert (run.status, len(run.subcommand("start"))) == (0, 1)
+    assert "the instance shut down" in run.stderr
+
+
+def test_a_mark_to_rejoin_is_for_the_broker_that_ends_however_it_ends(tmp_path: Path) -> None:
+    """A rank 0 killed in its hand-over marked the worker and never stopped it: its broker lost rank 0
+    (a status not 0) and rejoined the replacement, whose instance then shut down for good."""
+    down = tmp_path / "instance-down"
+    process, log = started = Pods(tmp_path, command=None).start(
+        1, **BLOCK, STANDIN_START_UNTIL=str(down), STANDIN_START_READY_CALLS="1"
+    )
+    wait_for(lambda: starts(log) == 1, "the broker to start")
+    (tmp_path / "state-1" / "rejoin").touch()  # rank 0's hand-over marked it, and was killed
+    os.kill(int((tmp_path / "state-1" / "broker.pid").read_text()), signal.SIGKILL)  # lost its parent
+    wait_for(lambda: starts(log) == 2, "the broker to rejoin")
+    down.touch()
+    wait_for(lambda: process.poll() is not None or starts(log) > 2, "the worker to complete or start again")
+    run = Pods.wait(started) if process.poll() is not None else stop(started)
+    assert (run.status, len(run.subcommand("start"))) == (0, 2)
     assert "the instance shut down" in run.stderr
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 import pytest
 
-from flux_minicluster.config import lifecycle
+from flux_minicluster.config import lifecycle, paths
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
 
@@ -27,7 +27,11 @@ DISCONNECTED = "disconnecting: no heartbeat for"
 SPEAKING = "the link to the parent broker is back: pinging rank 0 through it"
 """What a worker's entrypoint logs as its link to rank 0 comes back after it closed."""
 REJOINING = "after it had joined the instance: rejoining rank 0's replacement"
-"""What the entrypoint logs as it starts a broker again that had joined (entrypoint.sh, start_worker)."""
+"""What the entrypoint logs as it starts a broker again that had joined (worker.sh, start_worker)."""
+REJOINING_MARKED = "rank 0's pod went away: rejoining when its replacement is up"
+"""What the entrypoint logs as a broker that rank 0 marked to rejoin ends (worker.sh, start_worker)."""
+REJOIN_MARK = f"{paths.STATE_DIR}/rejoin"
+"""Where a rank 0 that goes away marks each worker to rejoin its replacement (entrypoint.sh's rejoin_mark)."""
 
 
 def test_a_worker_whose_rank0_falls_silent_starts_its_broker_again_and_rejoins_once_rank0_answers(
@@ -74,3 +78,26 @@ def test_workers_rejoin_a_killed_rank0s_replacement_once_they_hear_from_it_not_a
     wait_until(lambda: all(REJOINING in worker.log for worker in workers), "each worker to rejoin", 20, poll=0.2)
     assert all(SPEAKING in worker.log for worker in workers)
     wait_until(lambda: rank0.usable_ranks() == "0-3", "every rank online and available again", 30, poll=0.5)
+
+
+def test_a_mark_to_rejoin_from_a_rank0_killed_in_its_hand_over_is_not_taken_for_the_instances_end(
+    minicluster: Callable[..., Kubelet],
+) -> None:
+    """Rank 0's hand-over first marks every worker to rejoin its replacement (stopping.sh, hand_over_rank0);
+    killed right after, it never stops the workers, whose brokers lose it instead. The mark was for those
+    brokers: once the replacement's instance shuts down for good, each worker completes, as the Job needs,
+    rather than waiting for yet another rank 0."""
+    cluster = minicluster(command=None, stateVolume={"claimName": "flux-state"})
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods[0].flux("exec", "-r", "all", "touch", REJOIN_MARK)  # what the hand-over does first
+    pods[0].kill()
+    pods[0].wait()
+    rank0, workers = cluster.start(0), pods[1:]
+    wait_until(lambda: all(REJOINING in worker.log for worker in workers), "each worker to rejoin", 30, poll=0.2)
+    wait_until(lambda: rank0.usable_ranks() == "0-3", "every rank online and available again", 30, poll=0.5)
+    rank0.flux("shutdown", "--quiet", timeout=60)
+    assert rank0.wait(timeout=60) == 0
+    wait_until(lambda: not any(worker.running() for worker in workers), "each worker to complete", 60, poll=0.5)
+    assert [worker.wait() for worker in workers] == [0, 0, 0]
+    assert not any(REJOINING_MARKED in worker.log for worker in workers)
