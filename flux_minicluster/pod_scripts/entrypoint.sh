@@ -81,7 +81,12 @@ read_scale() {
 prepare_state() {
   instance_dir=$(statedir)
   mkdir -p "${MC_RUN_DIR:?}" "$instance_dir" || die "cannot create $MC_RUN_DIR and $instance_dir"
-  if [[ -e $rejoin_mark ]]; then rm -f "$rejoin_mark"; fi # a mark of this container's previous run is not for this one
+  # What the container before this one in the pod left (restartPolicy OnFailure: the state volume stays)
+  # is not this one's: a mark to rejoin, and its broker's pid with the readiness probe's word on it, which
+  # would say Ready, and that a broker had joined, before this container's broker has.
+  if [[ -e $rejoin_mark || -e $state/broker.pid || -e $state/ready ]]; then
+    rm -f "$rejoin_mark" "$state/broker.pid" "$state/ready"
+  fi
   install -m 0600 "${MC_CURVE_CERT_SOURCE:?}" "${MC_PRIVATE_CURVE_CERT:?}" || die "cannot copy $MC_CURVE_CERT_SOURCE"
   write_resource_set >"${MC_RESOURCE_FILE:?}" || die "flux R encode failed"
 }
@@ -154,8 +159,10 @@ run_broker() {
     status=0
     wait "$broker_pid" || status=$?
   done
+  # The readiness probe's word on this broker, not on the one before it: a probe that found that one up
+  # as it ended may have written its word after it was cleared.
   broker_was_ready=false
-  if [[ -e $state/ready ]]; then broker_was_ready=true; fi
+  if broker_up; then broker_was_ready=true; fi
   rm -f "$state/broker.pid" "$state/ready"
   broker_pid=""
   return "$status"

@@ -29,7 +29,7 @@ leave_instance() {
   local -a jobs
   local -x FLUX_URI=$local_uri
   local note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} deadline
-  [[ -e $state/ready ]] || in_run_state || return 0
+  broker_up || in_run_state || return 0
   # --update: a rank drained before (a shrink) keeps its reason, and stays drained after the replacement.
   if ! { bounded "$flux" kvs put "$(drain_mark)=$rank" &&
     bounded "$flux" resource drain --update "$rank" "$note"; } >/dev/null; then

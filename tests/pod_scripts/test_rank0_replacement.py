@@ -18,7 +18,7 @@ from flux_minicluster.config import lifecycle
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
-from tests.pods import Pods, argvs, calls_of, starts, stop, wait_for
+from tests.pods import BLOCK, Pods, argvs, calls_of, starts, stop, wait_for
 
 NOTE = lifecycle.HAND_OVER_NOTE
 
@@ -35,6 +35,39 @@ def test_a_worker_that_had_joined_rejoins_with_a_fresh_budget_when_rank0_is_kill
     run = stop((worker, log))
     assert "after it had joined the instance: rejoining rank 0's replacement" in run.stderr
     assert "giving up" not in run.stderr
+
+
+def test_a_readiness_word_on_another_broker_does_not_make_a_broker_count_as_joined(tmp_path: Path) -> None:
+    """The probe found the broker before up just as it ended, and wrote so after it was cleared."""
+    pods = Pods(tmp_path, command=None, workerRetries=2)
+    worker, log = pods.start(1, **BLOCK)
+    wait_for(lambda: starts(log) == 1, "the worker's broker")
+    state = tmp_path / "state-1"
+    (state / "ready").write_text(f"{int((state / 'broker.pid').read_text()) + 100000}\n")  # not this broker
+    os.kill(int((state / "broker.pid").read_text()), signal.SIGKILL)
+    wait_for(lambda: starts(log) == 2, "the broker to start again")
+    run = stop((worker, log))
+    assert "try 2/2 in 1s" in run.stderr  # the budget's pause: it had not joined
+    assert "after it had joined the instance" not in run.stderr
+
+
+def test_a_container_started_again_in_its_pod_does_not_take_the_last_ones_broker_for_its_own(
+    tmp_path: Path,
+) -> None:
+    """restartPolicy OnFailure: the state volume keeps what the container before left, the pid of its
+    broker (which this container's broker may get again) and the probe's word that it was up. From the
+    pre hook on, before this container's broker starts, the probe must not say Ready."""
+    said = tmp_path / "probe-said"
+    pods = Pods(
+        tmp_path, command=None, hooks={"pre": f'bash "$MC_RUN_CONFIG_DIR/entrypoint.sh" --ready; echo $? > {said}'}
+    )
+    state = tmp_path / "state-1"
+    state.mkdir()
+    for name in ("broker.pid", "ready"):
+        (state / name).write_text("1\n")  # a pid that is alive here, as a pid of the last container may be
+    run = pods.run(1, MC_READY_LOOKS="1")
+    assert run.status == 0
+    assert said.read_text() == "1\n"
 
 
 def test_a_worker_that_had_joined_keeps_trying_beyond_its_budget_while_rank0s_replacement_may_still_come(
