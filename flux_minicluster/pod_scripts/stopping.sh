@@ -15,46 +15,79 @@ on_stop() {
   kill -TERM "$broker_pid" 2>/dev/null || true
 }
 
-# A worker leaves the instance in order. Its rank is drained first: the broker takes a moment to stop,
-# and a job the scheduler starts here meanwhile would fail. (Only a broker that is up in the instance:
-# the readiness probe said so, or, if it has not run since the broker started, the broker's own log.)
-# Then the jobs on this rank end, while this broker can still tell rank 0 that their shells here have:
-# stopped with a job's shell still running here, the broker would leave rank 0 waiting for that shell,
-# and Flux (0.88) holds the job, and every node of it, 5 x [exec] kill-timeout (25 s by default) before
-# it gives up. Each such job gets a node failure, on which Flux signals its tasks (SIGTERM, then SIGKILL
-# after kill-timeout). A mark in the KVS has the rank's next pod undrain it. (Killing the broker
-# instead, a lost node, ends the jobs at once too, but a rank 0 stopping at the same moment then
-# restarts with that rank failing the jobs it places there.)
+# A worker leaves the instance in order, and with it the brokers below it in Flux's tree (tbon.topo:
+# kary:32 by default, so from 34 brokers on), which Flux shuts down with it: each of those exits 0, as
+# at the instance's end, so each is first marked to rejoin this rank's replacement, rather than
+# complete its pod, which the Job would then never run again. Every leaving rank is drained first: the
+# brokers take a moment to stop, and a job the scheduler starts there meanwhile would fail. (Only a
+# broker that is up in the instance: the readiness probe said so, or, if it has not run since the
+# broker started, the broker's own log.) Then the jobs on those ranks end, while this broker can still
+# tell rank 0 that their shells there have: stopped with a job's shell still running, a broker leaves
+# rank 0 waiting for that shell, and Flux (0.88) holds the job, and every node of it, 5 x [exec]
+# kill-timeout (25 s by default) before it gives up. Each such job gets a node failure, on which Flux
+# signals its tasks (SIGTERM, then SIGKILL after kill-timeout). A mark in the KVS per rank, naming the
+# rank whose pod stopped, has each rank's next broker undrain it. (Killing the broker instead, a lost
+# node, ends the jobs at once too, but a rank 0 stopping at the same moment then restarts with that
+# rank failing the jobs it places there.)
 leave_instance() {
-  local -a jobs
+  local -a jobs leaving marks
   local -x FLUX_URI=$local_uri
-  local note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} deadline
+  local note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} deadline ranks leaving_rank
   broker_up || in_run_state || return 0
+  leaving_ranks leaving
+  ranks=$(IFS=,; printf '%s' "${leaving[*]}")
+  if ((${#leaving[@]} > 1)); then mark_below "${ranks#*,}"; fi
+  for leaving_rank in "${leaving[@]}"; do marks+=("$(drain_mark "$leaving_rank")=$rank"); done
   # --update: a rank drained before (a shrink) keeps its reason, and stays drained after the replacement.
-  if ! { bounded "$flux" kvs put "$(drain_mark)=$rank" &&
-    bounded "$flux" resource drain --update "$rank" "$note"; } >/dev/null; then
-    log "could not drain this rank: a job may start here as the broker stops"
+  if ! { bounded "$flux" kvs put "${marks[@]}" &&
+    bounded "$flux" resource drain --update "$ranks" "$note"; } >/dev/null; then
+    log "could not drain ranks $ranks: a job may start there as the brokers stop"
   fi
-  mapfile -t jobs < <(jobs_here)
+  mapfile -t jobs < <(jobs_on "${leaving[@]}")
   ((${#jobs[@]})) || return 0
-  log "ending the jobs on this rank before the broker stops, so that their other nodes are freed at once"
+  log "ending the jobs on ranks $ranks before the brokers stop, so that their other nodes are freed at once"
   bounded "$flux" job raise --type=node-failure --message="$note" "${jobs[@]}" >/dev/null 2>&1 ||
-    log "could not end every one of them: Flux frees their other nodes when it gives up on this rank"
+    log "could not end every one of them: Flux frees their other nodes when it gives up on these ranks"
   deadline=$((SECONDS + ${MC_JOB_END_WAIT:?}))
-  while [[ -n $(jobs_here) ]] && ((SECONDS < deadline)); do sleep 0.1; done
+  while [[ -n $(jobs_on "${leaving[@]}") ]] && ((SECONDS < deadline)); do sleep 0.1; done
 }
 
-# The jobs that hold this rank (running, or ending), one ID per line: Flux's list (`flux job list`, a C
-# command: JSON, one job per line), not the shells found here, which a job allocated a moment ago has
+# This rank, then the ranks below it in Flux's tree that are in the instance, into the named array:
+# this broker's own view of its subtree (`flux overlay status`, a C command).
+leaving_ranks() {
+  local -n ranks_out_=$1
+  local line
+  ranks_out_=("$rank")
+  while IFS= read -r line; do
+    if [[ $line =~ ^([0-9]+)\ .*:\ (full|partial|degraded)$ ]] && ((BASH_REMATCH[1] != rank)); then
+      ranks_out_+=("${BASH_REMATCH[1]}")
+    fi
+  done < <(bounded "$flux" overlay status --rank="$rank" --no-pretty --no-ghost 2>/dev/null)
+}
+
+# The brokers of IDSET, below this one, are marked to rejoin its replacement (start_worker, worker.sh).
+mark_below() {
+  log "marking ranks $1, below this one in Flux's tree and leaving with it, to rejoin its replacement"
+  bounded "$flux" exec -r "$1" touch "$rejoin_mark" >/dev/null 2>&1 ||
+    log "could not mark every one of them: those that were not will complete"
+}
+
+# The jobs that hold any of RANKS (running, or ending), one ID per line: Flux's list (`flux job list`, a
+# C command: JSON, one job per line), not the shells found here, which a job allocated a moment ago has
 # not started yet.
-jobs_here() {
-  local line id ranks
+jobs_on() {
+  local line id held leaving_rank
   while IFS= read -r line; do
     [[ $line =~ \"id\":\ *([0-9]+) ]] || continue
     id=${BASH_REMATCH[1]}
     [[ $line =~ \"ranks\":\ *\"([^\"]*)\" ]] || continue
-    ranks=${BASH_REMATCH[1]}
-    if in_idset "$rank" "$ranks"; then printf '%s\n' "$id"; fi
+    held=${BASH_REMATCH[1]}
+    for leaving_rank in "$@"; do
+      if in_idset "$leaving_rank" "$held"; then
+        printf '%s\n' "$id"
+        break
+      fi
+    done
   done < <(bounded "$flux" job list --user=all --states=running 2>/dev/null)
 }
 

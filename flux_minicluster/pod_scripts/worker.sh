@@ -11,16 +11,18 @@
 # on every worker's way into the instance, and nothing there uses it (R comes from rank 0; a child
 # instance checks only cores against it). Its jobs' tasks get their submitters' environment, not the
 # broker's. A worker that starts before rank 0 is reachable may exit early: retry with a short, bounded
-# backoff. Exit 0 means the instance shut down, which ends this pod's work, unless rank 0 marked it to
-# rejoin rank 0's replacement. The mark is for the broker that was running when rank 0 wrote it, and is
-# taken when that broker ends, however it ends: a rank 0 killed in its hand-over marks the workers and
-# never stops them, and a mark kept past that would make the worker rejoin when the replacement's
-# instance shuts down for good. A broker that had joined and then fails lost its rank 0 (killed; or
-# silent for [heartbeat] timeout): it starts again at once, with a fresh budget, and does not give up
-# for MC_REJOIN_WAIT seconds, however many tries it takes, while rank 0's replacement comes.
+# backoff. Exit 0 means the instance shut down, which ends this pod's work, unless it was marked to
+# rejoin: by rank 0 as its pod stopped, or by the worker above it in Flux's tree, whose stop takes it
+# down too (stopping.sh). The mark is for the broker that was running when it was written, and is taken
+# when that broker ends, however it ends: a rank 0 killed in its hand-over marks the workers and never
+# stops them, and a mark kept past that would make the worker rejoin when the replacement's instance
+# shuts down for good. A broker that had joined and then fails lost its rank 0 (killed; or silent for
+# [heartbeat] timeout). Either way, it starts again at once, with a fresh budget, and does not give up
+# for MC_REJOIN_WAIT seconds, however many tries it takes, while the replacement comes (after the Job
+# controller's back-off, which grows with each lost pod).
 start_worker() {
   local -a options broker=("$flux" start)
-  local attempt=1 delay=1 status rejoin_until=0 marked
+  local attempt=1 delay=1 status rejoin_until=0 marked rejoin_wait=${MC_REJOIN_WAIT:?}
   broker_options options
   if [[ -n ${MC_WORKER_MODULES?} ]]; then
     options+=("-Sbroker.rc1_path=bash $run_config/worker_rc.sh 1" "-Sbroker.rc3_path=bash $run_config/worker_rc.sh 3")
@@ -40,8 +42,9 @@ start_worker() {
     fi
     if [[ $stop_requested == true ]]; then return "$STOPPED"; fi
     if ((status == 0)) && [[ $marked == true ]]; then
-      log "rank 0's pod went away: rejoining when its replacement is up"
-      attempt=1 delay=1
+      log "the pod of rank 0, or of the worker above this one in Flux's tree, went away: rejoining when its" \
+        "replacement is up"
+      attempt=1 delay=1 rejoin_until=$((SECONDS + rejoin_wait))
       continue
     fi
     if ((status == 0)); then
@@ -50,7 +53,7 @@ start_worker() {
     fi
     if [[ $broker_was_ready == true ]]; then # it had joined: rank 0 went away unannounced (killed)
       log "broker exited with status $status after it had joined the instance: rejoining rank 0's replacement"
-      attempt=1 delay=1 rejoin_until=$((SECONDS + ${MC_REJOIN_WAIT:?}))
+      attempt=1 delay=1 rejoin_until=$((SECONDS + rejoin_wait))
       continue # at once: most often rank 0's replacement turned it away, so it is up
     fi
     if ((attempt >= ${MC_WORKER_RETRIES:?} && SECONDS >= rejoin_until)); then
@@ -103,8 +106,9 @@ watch_parent_link() {
   done < <("$flux" dmesg --follow 2>/dev/null)
 }
 
-# This pod's predecessor drained the rank as it stopped (leave_instance): undrained once this broker
-# answers, unless it was drained for another reason since. Run beside each of a worker's brokers (a
+# This pod's predecessor drained the rank as it stopped, or the worker above it in Flux's tree did, as
+# its own pod stopped (leave_instance): undrained once this broker answers, unless it was drained for
+# another reason since. Run beside each of a worker's brokers (a
 # rank 0 restarted from its last checkpoint may hold the drain again); the mark is read with a C
 # command, and Python's `flux resource` runs only where there is one. It runs during bring-up, beside
 # every worker's broker, so it asks Flux nothing until the broker is up: the readiness probe finds that
@@ -112,7 +116,7 @@ watch_parent_link() {
 # with bash's own read timeout, not a process per look.
 undrain_when_up() {
   local -x FLUX_URI=$local_uri
-  local mark note=${MC_NODE_STOP_NOTE//\{rank\}/$rank} said reason looks=0 idle
+  local mark note said reason looks=0 idle
   mark=$(drain_mark)
   exec {idle}<> <(:) # nothing is ever written here: a read on it only times out
   while :; do
@@ -122,16 +126,17 @@ undrain_when_up() {
     fi
     read -rt 0.2 -u "$idle" || true
   done
+  note=${MC_NODE_STOP_NOTE//\{rank\}/$said} # the mark names the rank whose pod stopped
   reason=$("$flux" resource drain -n -i "$rank" -o '{reason}') || return 1
   if [[ $reason == "$note" ]]; then
     "$flux" resource undrain "$rank" || return 1
-    log "undrained this rank, drained when the previous pod of rank $rank stopped"
+    log "undrained this rank, drained when the previous pod of rank $said stopped"
   fi
   "$flux" kvs unlink "$mark" >/dev/null
 }
 
-# The KVS key of this rank's drain mark: written by a worker that leaves the instance (leave_instance,
-# stopping.sh), read by its next pod (undrain_when_up).
+# The KVS key of the drain mark of rank $1 (default: this one): written by a worker that leaves the
+# instance (leave_instance, stopping.sh), read by the rank's next broker (undrain_when_up).
 drain_mark() {
-  printf '%s.%s' "${MC_DRAIN_MARKS:?}" "$rank"
+  printf '%s.%s' "${MC_DRAIN_MARKS:?}" "${1:-$rank}"
 }

@@ -42,9 +42,28 @@ def test_a_worker_marked_to_rejoin_starts_its_broker_again_instead_of_completing
     wait_for(lambda: starts(log) == 2, "the broker to start again")
     assert process.poll() is None
     run = stop(started)
-    assert "rank 0's pod went away: rejoining when its replacement is up" in run.stderr
+    assert "went away: rejoining when its replacement is up" in run.stderr
     assert not (tmp_path / "state-1" / "rejoin").exists()
     assert run.status == 143
+
+
+def test_a_worker_marked_to_rejoin_keeps_trying_beyond_its_budget_while_the_replacement_may_still_come(
+    tmp_path: Path,
+) -> None:
+    """The replacement comes after the Job controller's back-off, which grows with each lost pod."""
+
+    def pods(tmp: Path) -> Pods:  # the mark: the pre hook's, before the first start
+        return Pods(tmp, command=None, workerRetries=2, hooks={"pre": f"touch {tmp / 'state-1' / 'rejoin'}"})
+
+    marked_then_alone = {"STANDIN_EXITS_START": "0 1 1 1 1 0"}
+    within = pods(tmp_path).run(1, **marked_then_alone)
+    assert (within.status, len(within.subcommand("start"))) == (0, 6)
+    assert within.sleeps == ["sleep 1", "sleep 2", "sleep 4", "sleep 8"]
+    assert "giving up" not in within.stderr
+    (tmp_path / "past").mkdir()
+    past = pods(tmp_path / "past").run(1, MC_REJOIN_WAIT="0", **marked_then_alone)
+    assert (past.status, len(past.subcommand("start"))) == (1, 3)  # the marked one, then the budget of two
+    assert "giving up after 2 tries" in past.stderr
 
 
 def test_a_worker_completes_when_the_instance_shuts_down_for_good(tmp_path: Path) -> None:

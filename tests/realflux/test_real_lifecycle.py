@@ -233,7 +233,9 @@ def test_rank0_told_to_stop_exits_at_once_with_143_and_the_workers_wait_for_its_
     cluster, (rank0, *workers) = persistent(minicluster)
     assert rank0.terminate() == STOPPED  # the instance's clean shutdown, within the grace period
     for worker in workers:
-        wait_until(lambda worker=worker: "rank 0's pod went away: rejoining" in worker.log, "the workers", 10)
+        wait_until(
+            lambda worker=worker: "went away: rejoining when its replacement is up" in worker.log, "the workers", 10
+        )
     assert all(worker.running() for worker in workers)
     replacement = cluster.start(0)
     wait_until(lambda: all(worker.ready() for worker in workers), "the workers to rejoin", 30)

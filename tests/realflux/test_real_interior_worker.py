@@ -1,0 +1,58 @@
+"""A worker with workers below it in Flux's tree (tbon.topo: kary:32 by default, so from 34 brokers on;
+here kary:2, where rank 3's parent is rank 1). Flux shuts a broker's subtree down with it, and each
+broker below exits 0, as at the instance's end: told to stop, such a worker takes them out of the
+instance with it and marks them to rejoin its replacement (stopping.sh, leave_instance)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from tests.autoscaled import ranks as idset
+from tests.kubelet.pod import Pod, wait_until
+from tests.kubelet.pods import Kubelet
+from tests.realflux.test_real_lifecycle import STOPPED, drained, eventlog, job_events
+
+pytestmark = pytest.mark.realflux
+Make = Callable[..., Kubelet]
+
+
+def ranks(event: dict[str, Any]) -> set[int]:
+    return idset(event["context"]["idset"])
+
+
+MARKED = "went away: rejoining when its replacement is up"
+"""What a worker's entrypoint logs as a broker that was marked to rejoin ends (worker.sh, start_worker)."""
+
+
+def tree(minicluster: Make) -> tuple[Kubelet, list[Pod]]:
+    cluster = minicluster(size=4, command=None, topology="kary:2")  # 0 -> 1, 2; 1 -> 3
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    assert pods[0].flux("overlay", "parentof", "3").strip() == "1"
+    return cluster, pods
+
+
+def test_the_workers_below_a_worker_told_to_stop_rejoin_its_replacement_rather_than_complete(minicluster: Make) -> None:
+    cluster, (rank0, interior, _, below) = tree(minicluster)
+    assert interior.terminate() == STOPPED
+    wait_until(lambda: MARKED in below.log, "the worker below to be told to rejoin", 20)
+    assert below.running()  # not completed: the Job would never run index 3 again
+    assert drained(rank0) == "1,3 minicluster: the pod of rank 1 is stopping"
+    cluster.start(1)
+    wait_until(lambda: rank0.usable_ranks() == "0-3", "both ranks back in the instance, undrained", 30, poll=0.5)
+
+
+def test_the_jobs_below_a_worker_told_to_stop_end_before_their_brokers_leave(minicluster: Make) -> None:
+    _, (rank0, interior, _, _) = tree(minicluster)
+    job = rank0.flux("submit", "--requires=rank:3", "sleep", "300").strip()  # on the rank below alone
+    wait_until(lambda: rank0.flux("jobs", "-no", "{state}", job).strip() == "RUN", "the job to run", 10)
+    assert interior.terminate() == STOPPED
+    wait_until(lambda: rank0.flux("jobs", "-no", "{state}", job).strip() == "INACTIVE", "the job to end", 30)
+    ended = rank0.flux("jobs", "-no", "{result}|{exception.type}|{exception.note}", job).strip()
+    assert ended == "FAILED|node-failure|minicluster: the pod of rank 1 is stopping"
+    (freed,) = [stamp for name, stamp in job_events(rank0, job) if name == "free"]
+    left = next(e["timestamp"] for e in eventlog(rank0, "resource") if e["name"] == "offline" and 3 in ranks(e))
+    assert freed < left  # Flux waited for no shell on the rank below
