@@ -8,14 +8,18 @@ from typing import Any
 
 import hostlist
 import kubernetes_validate
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from flux_minicluster.builders import files, manifests
 from flux_minicluster.config.loader import load_spec
+from tests.auto_names import auto_name
 from tests.schemas import assert_conforms
 
 LABEL_CHARS = string.ascii_lowercase + string.digits + "-"
+LABEL_NAMED = {"Service", "Job"}
+"""Kinds whose names are DNS labels: a Service's, and a Job's, which goes into its pods' job-name label.
+Every other name is a DNS subdomain (253): `<name>-broker-config` is over 63 for a name over 49."""
 IMAGES = ["flux:1", "ghcr.io/flux-framework/flux-restful-api:latest", f"registry:5000/a/b@sha256:{'a' * 64}"]
 
 
@@ -57,12 +61,17 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(valid_configs())
+@example({"minicluster:image": "flux:1", "minicluster:name": "a" * 61, "minicluster:size": 1})  # the longest
 def test_valid_configs_build_conforming_objects_with_names_in_limits(raw: dict[str, Any]) -> None:
     spec = load_spec(raw, "dev")
     objects = manifests.all_objects(spec, "certificate text")
     for obj in objects:
         assert_conforms(obj, kubernetes_validate.latest_version())
-        assert len(obj["metadata"]["name"]) <= 63
+        name = obj["metadata"]["name"]
+        if obj["kind"] in LABEL_NAMED:
+            assert len(name) <= 63
+        else:  # a DNS subdomain, with pulumi-kubernetes' suffix where it names the object
+            assert len(auto_name(name)) <= 253
     assert len(spec.host(spec.largest_size - 1)) <= 63
     assert len(f"{spec.host(spec.largest_size - 1)}.{spec.service}.{spec.namespace}.svc.{spec.cluster_domain}") <= 253
 
