@@ -195,6 +195,7 @@ def script_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_HAND_OVER_NOTE": lifecycle.HAND_OVER_NOTE,
         "MC_NODE_STOP_NOTE": lifecycle.NODE_STOP_NOTE,
         "MC_DRAIN_MARKS": lifecycle.DRAIN_MARKS,
+        "MC_REJOIN_MARK": paths.REJOIN_MARK,
         "MC_JOB_END_WAIT": lifecycle.JOB_END_WAIT,
         "MC_STOPPED_QUEUES_FILE": lifecycle.STOPPED_QUEUES_FILE,
         "MC_QUEUE_RESUME_WAIT": lifecycle.QUEUE_RESUME_WAIT,

@@ -15,6 +15,10 @@ PRIVATE_CURVE_CERT = f"{STATE_DIR}/curve.cert"
 RESOURCE_FILE = f"{STATE_DIR}/R"
 RUN_DIR = f"{STATE_DIR}/run"
 """The broker's rundir."""
+REJOIN_MARK = f"{STATE_DIR}/rejoin"
+"""A worker's mark to rejoin rank 0's replacement when its broker ends: written by a rank 0 that goes away
+(on every rank), by a worker that stops (on the ranks below it), or by a worker's own rc3 (rank 0 out of
+reach as its broker leaves); taken by the entrypoint as the broker ends."""
 LOCAL_URI = f"local://{RUN_DIR}/local"
 """Where a process in a broker's container (`kubectl exec`) reaches that broker: set FLUX_URI to it."""
 STATE_VOLUME = "/var/lib/minicluster-state"

@@ -28,7 +28,7 @@ source "${MC_RUN_CONFIG_DIR:?}/lib.sh"
 # shellcheck source=readiness.sh source-path=SCRIPTDIR
 source "$run_config/readiness.sh"
 
-rejoin_mark=$state/rejoin # written on every rank (flux exec) by a rank 0 that is going away
+rejoin_mark=${MC_REJOIN_MARK:?} # that this worker's broker is to rejoin as it ends (start_worker)
 broker_pid=""
 restart_step_pid="" # undoes what the previous pod's stop did, once the broker answers: rank 0 starts
                     # scheduling again (resume_scheduling), a worker undrains its rank (undrain_when_up)

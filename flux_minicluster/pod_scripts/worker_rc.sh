@@ -11,7 +11,8 @@
 # The short way is taken only where it is exactly what modprobe would do there: Flux of the version whose
 # plan MC_WORKER_MODULES is (MC_WORKER_RC_FLUX; the Job sets both, empty where the stack's broker config
 # could change the plan), rc paths that are Flux's modprobe, and no module table, rc script or search
-# path beyond Flux's own. Anywhere else this runs Flux's own rc.
+# path beyond Flux's own. Anywhere else this runs Flux's own rc. Its rc3 first asks whether rank 0 is
+# still there (mark_if_rank0_is_gone).
 
 set -euo pipefail
 level=${1:?usage: worker_rc.sh 1|3}
@@ -55,6 +56,23 @@ short_way_applies() {
   ! site_additions
 }
 
+# A worker's broker leaves the instance with exit status 0 whenever its parent shuts down, and then, at
+# its rc3, its parent is still up and in that state. That is the instance's end if rank 0 is shutting
+# down too; but a worker below another in Flux's tree (tbon.topo) is also shut down when the worker
+# above it leaves on its own, having lost rank 0 (killed, and replaced): rank 0 is then out of reach,
+# and this broker is marked to rejoin the instance (start_worker, worker.sh) rather than complete its
+# pod, which the Job would never run again.
+mark_if_rank0_is_gone() {
+  local -a ping=("$flux" ping --count=1 0)
+  if command -v timeout >/dev/null; then ping=(timeout 5 "${ping[@]}"); fi # a rank 0 that hangs: gone
+  if ! "${ping[@]}" >/dev/null 2>&1; then
+    touch "${MC_REJOIN_MARK:?}"
+    printf '%s[rank %s]: rank 0 is out of reach as this broker leaves the instance: rejoining when it is back\n' \
+      "${MC_LOG_PREFIX:?}" "${MC_RANK:-?}" >&2
+  fi
+}
+
+if ((level == 3)); then mark_if_rank0_is_gone; fi
 if ! short_way_applies; then flux_own; fi
 if ((level == 1)); then
   for module in "${modules[@]}"; do "$flux" module load "$module"; done

@@ -15,6 +15,8 @@ from flux_minicluster.builders import files
 from flux_minicluster.config import lifecycle
 from tests.pods import Pods
 
+PING = "ping --count=1 0"
+"""How rc3 asks whether rank 0 is still there (worker_rc.sh, mark_if_rank0_is_gone)."""
 FLUX_0_88 = "commands:    \t\t0.88.0\nlibflux-core:\t\t0.88.0\nbroker:  \t\t0.88.0\n"
 
 
@@ -26,6 +28,7 @@ class InstalledFlux:
     version: str = FLUX_0_88
     rc_path: str = "flux modprobe rc{level}"
     failing_module: str = ""
+    ping_status: int = 0
 
     def install(self) -> Path:
         for folder in ("etc/flux", "share/flux", "libexec/flux", "bin"):
@@ -42,6 +45,7 @@ class InstalledFlux:
             f'  "config builtin rc3_path") echo "{self.rc_path.format(level=3)}" ;;\n'
             f"  \"version \"*) printf '%s' '{self.version}' ;;\n"
             f'  "module load {self.failing_module}") exit 1 ;;\n'
+            f'  "ping --count=1 0") exit {self.ping_status} ;;\n'
             "esac\n"
         )
         flux.chmod(0o755)
@@ -76,10 +80,26 @@ def test_rc1_loads_the_modules_of_flux_own_plan_for_a_worker_in_order(tmp_path: 
     assert flux.calls() == loads("heartbeat", "content", "kvs", "kvs-watch", "resource", "job-info", "job-ingest")
 
 
-def test_rc3_removes_them_in_reverse(tmp_path: Path) -> None:
+def test_rc3_removes_them_in_reverse_once_it_has_found_rank0(tmp_path: Path) -> None:
     flux = InstalledFlux(tmp_path / "flux")
-    assert run_rc(tmp_path, 3, flux) == 0
-    assert flux.calls() == [f"module remove -f {module}" for module in reversed(lifecycle.WORKER_MODULES)]
+    assert run_rc(tmp_path, 3, flux, {"MC_REJOIN_MARK": str(tmp_path / "rejoin")}) == 0
+    assert flux.calls() == [PING, *[f"module remove -f {module}" for module in reversed(lifecycle.WORKER_MODULES)]]
+    assert not (tmp_path / "rejoin").exists()  # rank 0 is there: the instance's end, or this rank's own
+
+
+def test_rc3_marks_the_broker_to_rejoin_when_rank0_is_out_of_reach(tmp_path: Path) -> None:
+    """The worker above it left the instance on its own, having lost rank 0, and took it down with it."""
+    flux = InstalledFlux(tmp_path / "flux", ping_status=1)
+    assert run_rc(tmp_path, 3, flux, {"MC_REJOIN_MARK": str(tmp_path / "rejoin")}) == 0
+    assert (tmp_path / "rejoin").exists()
+    assert flux.calls()[-1] == f"module remove -f {lifecycle.WORKER_MODULES[0]}"  # the rc goes on
+
+
+def test_rc1_asks_nothing_of_rank0(tmp_path: Path) -> None:
+    flux = InstalledFlux(tmp_path / "flux", ping_status=1)
+    assert run_rc(tmp_path, 1, flux, {"MC_REJOIN_MARK": str(tmp_path / "rejoin")}) == 0
+    assert PING not in flux.calls()
+    assert not (tmp_path / "rejoin").exists()
 
 
 def test_a_module_that_fails_to_load_fails_rc1_and_stops_it_there(tmp_path: Path) -> None:
@@ -106,8 +126,8 @@ def test_a_flux_whose_rc_is_not_modprobe_runs_that_rc(tmp_path: Path) -> None:
     flux.install()
     older.write_text(f"#!/bin/bash\necho own-rc3 >> {flux.prefix}/calls\n")
     older.chmod(0o755)
-    assert run_rc(tmp_path, 3, flux) == 0
-    assert flux.calls() == ["own-rc3"]
+    assert run_rc(tmp_path, 3, flux, {"MC_REJOIN_MARK": str(tmp_path / "rejoin")}) == 0
+    assert flux.calls() == [PING, "own-rc3"]
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,9 @@
 """A worker with workers below it in Flux's tree (tbon.topo: kary:32 by default, so from 34 brokers on;
 here kary:2, where rank 3's parent is rank 1). Flux shuts a broker's subtree down with it, and each
 broker below exits 0, as at the instance's end: told to stop, such a worker takes them out of the
-instance with it and marks them to rejoin its replacement (stopping.sh, leave_instance)."""
+instance with it and marks them to rejoin its replacement (stopping.sh, leave_instance); one that
+leaves on its own, having lost rank 0, leaves each of them to find rank 0 out of reach at its rc3
+(worker_rc.sh). At the instance's end, rank 0 is there."""
 
 from __future__ import annotations
 
@@ -56,3 +58,26 @@ def test_the_jobs_below_a_worker_told_to_stop_end_before_their_brokers_leave(min
     (freed,) = [stamp for name, stamp in job_events(rank0, job) if name == "free"]
     left = next(e["timestamp"] for e in eventlog(rank0, "resource") if e["name"] == "offline" and 3 in ranks(e))
     assert freed < left  # Flux waited for no shell on the rank below
+
+
+def test_the_workers_below_a_worker_that_lost_a_killed_rank0_rejoin_its_replacement_rather_than_complete(
+    minicluster: Make,
+) -> None:
+    """Rank 1 lost rank 0 and left the instance on its own, taking rank 3 down with it (status 0)."""
+    cluster = minicluster(size=4, command=None, topology="kary:2", stateVolume={"claimName": "flux-state"})
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods[0].kill()
+    pods[0].wait()
+    rank0, below = cluster.start(0), pods[3]
+    wait_until(rank0.ready, "the replacement to be ready", 30)
+    wait_until(lambda: rank0.usable_ranks() == "0-3", "every rank back in the instance", 60, poll=0.5)
+    assert below.running()
+    assert "rank 0 is out of reach as this broker leaves the instance" in below.log
+
+
+def test_the_workers_below_others_complete_at_the_instances_end(minicluster: Make) -> None:
+    _, pods = tree(minicluster)
+    pods[0].flux("shutdown", "--quiet")
+    assert [pod.wait(timeout=60) for pod in pods] == [0, 0, 0, 0]
+    assert not any("out of reach" in pod.log for pod in pods)
