@@ -69,7 +69,7 @@ start_worker() {
 }
 
 # A worker watches its broker's link to rank 0 in the broker's log (`flux dmesg --follow`: one process,
-# which waits for the broker to log), from when the broker is up until it ends. Two cases:
+# which waits for the broker to log), from when the broker is up until it ends. Three cases:
 # - The link came back after it was closed (the overlay's socket events, broker.toml's tbon.zmqdebug):
 #   the broker says something to rank 0 at once. A parent (rank 0, or the worker above this one in a
 #   deeper tree) that was killed and replaced does not know this broker, and turns it away as soon as it
@@ -82,6 +82,11 @@ start_worker() {
 #   in flight: requests too, which nothing resends. A job's launch lost that way held the job, and its
 #   nodes, for good (found by the soak on the real node). Once this broker is gone, rank 0 fails what it
 #   still awaits from this rank.
+# - The broker lost its parent (turned away by it, or no heartbeat for [heartbeat] timeout): it leaves
+#   the instance, and is killed to leave at once. Flux's own way out waits, in the broker's shutdown,
+#   for a goodbye from every broker below it in the tree, and one that a network cut took away never
+#   sends it: a worker with workers below it then hung there for good, Ready, and turning them away
+#   (found by the soak on a kary:2 tree). The brokers below see their parent gone and start again.
 watch_parent_link() {
   local -x FLUX_URI=$local_uri
   local line broker closed=false
@@ -99,6 +104,13 @@ watch_parent_link() {
         read -r broker <"$state/broker.pid" || return 0
         log "the broker missed messages from rank 0 (${line##*: }): restarting it, so that rank 0 gives up" \
           "what it still awaits from this rank"
+        kill -KILL "$broker" 2>/dev/null
+        return 0
+        ;;
+      *"overlay.crit"*" sent disconnect control message"* | *"overlay.crit"*": disconnecting: "*)
+        read -r broker <"$state/broker.pid" || return 0
+        log "the broker lost its parent (${line##*: }): ending it at once, so that it does not wait for" \
+          "brokers below it that are gone"
         kill -KILL "$broker" 2>/dev/null
         return 0
         ;;

@@ -65,11 +65,7 @@ short_way_applies() {
 mark_if_rank0_is_gone() {
   local -a ping=("$flux" ping --count=1 0)
   if command -v timeout >/dev/null; then ping=(timeout 5 "${ping[@]}"); fi # a rank 0 that hangs: gone
-  if ! "${ping[@]}" >/dev/null 2>&1; then
-    touch "${MC_REJOIN_MARK:?}"
-    printf '%s[rank %s]: rank 0 is out of reach as this broker leaves the instance: rejoining when it is back\n' \
-      "${MC_LOG_PREFIX:?}" "${MC_RANK:-?}" >&2
-  fi
+  if ! "${ping[@]}" >/dev/null 2>&1; then touch "${MC_REJOIN_MARK:?}"; fi
 }
 
 if ((level == 3)); then mark_if_rank0_is_gone; fi

@@ -13,6 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from flux_minicluster.builders import manifests
 from flux_minicluster.config import lifecycle
 from flux_minicluster.config.loader import load_spec
@@ -98,6 +100,24 @@ def test_a_worker_whose_broker_missed_messages_from_rank0_restarts_it(tmp_path: 
     assert "the broker missed messages from rank 0 (lost events 97-169): restarting it" in run.stderr
     assert "broker exited with status 137 after it had joined the instance: rejoining" in run.stderr
     assert starts(log) == 2  # the second broker has not been up: nothing watches it yet
+
+
+PARENT_LOST = {
+    "turned away": "2026-11-28T21:31:02.118823Z overlay.crit[1]: dev-0 (rank 0) sent disconnect control message",
+    "no heartbeat": "2026-11-28T21:31:02.118823Z overlay.crit[1]: disconnecting: no heartbeat for 1m",
+}
+"""What Flux's overlay logs on a worker that lost its parent: turned away by it, or silent for too long."""
+
+
+@pytest.mark.parametrize("lost", PARENT_LOST.values(), ids=PARENT_LOST.keys())
+def test_a_worker_whose_broker_lost_its_parent_ends_it_at_once(tmp_path: Path, lost: str) -> None:
+    """Flux's own way out would wait for a goodbye from every broker below, which a cut may have taken."""
+    pods = Pods(tmp_path, command=None)
+    worker, log = pods.start(1, STANDIN_START_BLOCK="1", STANDIN_START_READY_CALLS="1", STANDIN_DMESG=lost)
+    wait_for(lambda: starts(log) == 2, "the broker to be killed and started again")
+    run = stop((worker, log))
+    assert f"the broker lost its parent ({lost.rsplit(': ', 1)[1]}): ending it at once" in run.stderr
+    assert "broker exited with status 137 after it had joined the instance: rejoining" in run.stderr
 
 
 def test_a_worker_whose_broker_logs_no_loss_keeps_it(tmp_path: Path) -> None:

@@ -60,24 +60,53 @@ def test_the_jobs_below_a_worker_told_to_stop_end_before_their_brokers_leave(min
     assert freed < left  # Flux waited for no shell on the rank below
 
 
-def test_the_workers_below_a_worker_that_lost_a_killed_rank0_rejoin_its_replacement_rather_than_complete(
-    minicluster: Make,
-) -> None:
-    """Rank 1 lost rank 0 and left the instance on its own, taking rank 3 down with it (status 0)."""
+def rank0_killed_and_replaced(minicluster: Make, *, watching_rank1: bool = True) -> list[Pod]:
+    """Rank 1 loses rank 0 and leaves the instance, which takes rank 3 down: abruptly where rank 1's
+    watch kills its broker first, orderly (rank 3 exits 0) where Flux's own way out comes first."""
     cluster = minicluster(size=4, command=None, topology="kary:2", stateVolume={"claimName": "flux-state"})
     pods = cluster.start_all()
     wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    if not watching_rank1:
+        wait_until(lambda: pods[1].exec("pkill", "-f", "dmesg --follow").returncode == 0, "rank 1's watch", 30)
     pods[0].kill()
     pods[0].wait()
-    rank0, below = cluster.start(0), pods[3]
+    rank0 = cluster.start(0)
     wait_until(rank0.ready, "the replacement to be ready", 30)
     wait_until(lambda: rank0.usable_ranks() == "0-3", "every rank back in the instance", 60, poll=0.5)
+    return [rank0, *pods[1:]]
+
+
+def test_the_workers_below_a_worker_that_lost_a_killed_rank0_rejoin_its_replacement(minicluster: Make) -> None:
+    below = rank0_killed_and_replaced(minicluster)[3]
     assert below.running()
-    assert "rank 0 is out of reach as this broker leaves the instance" in below.log
+    assert "the instance shut down" not in below.log
+
+
+def test_a_worker_shut_down_by_the_one_above_it_that_lost_rank0_finds_rank0_gone_and_rejoins(
+    minicluster: Make,
+) -> None:
+    """Flux's own way out of rank 1 shuts rank 3 down, status 0, as at the instance's end: rank 3's rc3
+    finds rank 0 out of reach, and marks it to rejoin."""
+    below = rank0_killed_and_replaced(minicluster, watching_rank1=False)[3]
+    assert below.running()
+    assert MARKED in below.log
 
 
 def test_the_workers_below_others_complete_at_the_instances_end(minicluster: Make) -> None:
     _, pods = tree(minicluster)
     pods[0].flux("shutdown", "--quiet")
     assert [pod.wait(timeout=60) for pod in pods] == [0, 0, 0, 0]
-    assert not any("out of reach" in pod.log for pod in pods)
+    assert not any(MARKED in pod.log for pod in pods)
+
+
+def test_a_worker_with_a_worker_below_it_cut_off_and_turned_away_by_rank0_comes_back_with_it(
+    minicluster: Make,
+) -> None:
+    """Rank 0 fails rank 1 (and rank 3 behind it) during the cut and turns it away once it is back. Rank 1
+    leaving on its own waited for a goodbye from rank 3, whose link the cut had taken: it hung, Ready."""
+    cluster, (rank0, interior, _, below) = tree(minicluster)
+    with cluster.cut_off(1):
+        wait_until(lambda: rank0.usable_ranks() == "0,2", "rank 0 to fail ranks 1 and 3", 60, poll=0.5)
+    wait_until(lambda: rank0.usable_ranks() == "0-3", "both ranks back in the instance", 60, poll=0.5)
+    assert "the broker lost its parent" in interior.log
+    assert interior.running() and below.running()

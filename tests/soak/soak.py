@@ -23,6 +23,7 @@ job is lost, but to `rank 0 killed`, and then only jobs submitted within `checkp
 
     venv/bin/python -m tests.soak.soak                          # seed 1, 12 faults: 2 of each kind
     venv/bin/python -m tests.soak.soak --seed 7 --faults 24
+    venv/bin/python -m tests.soak.soak --seed 9 --topology kary:2   # a worker below another
 
 Needs root (namespaces) and flux-core 0.88 installed (MC_FLUX_PREFIX, default /opt/flux: tests/kubelet/image.py).
 """
@@ -99,8 +100,8 @@ class Outcome:
 
 
 class Soak:
-    def __init__(self, directory: Path, seed: int, interval: float = 0.3) -> None:
-        overrides = {"command": None, "size": SIZE, "stateVolume": STATE, "backoffLimit": 100}
+    def __init__(self, directory: Path, seed: int, interval: float = 0.3, topology: str | None = None) -> None:
+        overrides = {"command": None, "size": SIZE, "stateVolume": STATE, "backoffLimit": 100, "topology": topology}
         spec = load_spec({f"minicluster:{key}": value for key, value in config(**overrides).items()}, "soak")
         self.kubelet = Kubelet(directory, spec)
         self.jobs_rng, self.faults_rng = random.Random(seed), random.Random(seed + 1)
@@ -284,9 +285,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--faults", type=int, default=2 * len(FAULTS))
+    parser.add_argument("--topology", help="tbon.topo: kary:2 puts rank 3 below rank 1 (default: Flux's, flat here)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
-        soak = Soak(Path(directory), args.seed)
+        soak = Soak(Path(directory), args.seed, topology=args.topology)
         try:
             outcome = soak.run(schedule(args.seed, args.faults))
         finally:
