@@ -62,10 +62,14 @@ short_way_applies() {
 # above it leaves on its own, having lost rank 0 (killed, and replaced): rank 0 is then out of reach,
 # and this broker is marked to rejoin the instance (start_worker, worker.sh) rather than complete its
 # pod, which the Job would never run again.
+# Only an answer that rank 0 is out of reach marks it: a rank 0 slow to answer (5 s) may be one busy at
+# the instance's end, and a worker marked then would wait for a rank 0 that never comes back.
 mark_if_rank0_is_gone() {
   local -a ping=("$flux" ping --count=1 0)
-  if command -v timeout >/dev/null; then ping=(timeout 5 "${ping[@]}"); fi # a rank 0 that hangs: gone
-  if ! "${ping[@]}" >/dev/null 2>&1; then touch "${MC_REJOIN_MARK:?}"; fi
+  local status=0
+  if command -v timeout >/dev/null; then ping=(timeout 5 "${ping[@]}"); fi
+  "${ping[@]}" >/dev/null 2>&1 || status=$?
+  if ((status != 0 && status != 124)); then touch "${MC_REJOIN_MARK:?}"; fi # 124: timeout's, no answer
 }
 
 if ((level == 3)); then mark_if_rank0_is_gone; fi

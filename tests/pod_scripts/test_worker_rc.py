@@ -95,6 +95,13 @@ def test_rc3_marks_the_broker_to_rejoin_when_rank0_is_out_of_reach(tmp_path: Pat
     assert flux.calls()[-1] == f"module remove -f {lifecycle.WORKER_MODULES[0]}"  # the rc goes on
 
 
+def test_rc3_does_not_mark_the_broker_when_rank0_does_not_answer_in_time(tmp_path: Path) -> None:
+    """A rank 0 busy at the instance's end: a worker marked then would wait for it in vain."""
+    flux = InstalledFlux(tmp_path / "flux", ping_status=124)  # as `timeout` exits for a ping it ended
+    assert run_rc(tmp_path, 3, flux, {"MC_REJOIN_MARK": str(tmp_path / "rejoin")}) == 0
+    assert not (tmp_path / "rejoin").exists()
+
+
 def test_rc1_asks_nothing_of_rank0(tmp_path: Path) -> None:
     flux = InstalledFlux(tmp_path / "flux", ping_status=1)
     assert run_rc(tmp_path, 1, flux, {"MC_REJOIN_MARK": str(tmp_path / "rejoin")}) == 0
