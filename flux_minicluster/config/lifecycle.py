@@ -73,8 +73,9 @@ worker had data in flight), and the worker's next connection, under the same ide
 ignored: the worker stays offline, and every job that needs all the nodes waits, until this timeout.
 Rank 0 sends a heartbeat every 2 s, so a minute is far beyond any pause of a busy rank 0."""
 REJOIN_WAIT = 300
-"""Seconds a worker whose broker had joined and then lost rank 0 goes on starting its broker, beyond
-`workerRetries` tries, until it joins again: a replaced rank 0 may wait up to STATE_LOCK_WAIT for its
+"""Seconds a worker whose broker had joined and then lost rank 0, or was marked to rejoin (rank 0's pod, or
+that of the worker above it, went away), goes on starting its broker, beyond `workerRetries` tries, until
+it joins again: a replaced rank 0 may wait up to STATE_LOCK_WAIT for its
 predecessor's lock, and its pod must be scheduled and its image pulled first. Before PARENT_SILENCE a
 worker waited that long unawares, for Flux's 5 minutes; a worker that gives up fails its pod, and with
 the default backoffLimit the Job."""
