@@ -89,7 +89,7 @@ start_worker() {
 #   (found by the soak on a kary:2 tree). The brokers below see their parent gone and start again.
 watch_parent_link() {
   local -x FLUX_URI=$local_uri
-  local line broker closed=false
+  local line closed=false
   while IFS= read -r line; do
     case $line in
       *"parent sockevent "*" disconnected"*) closed=true ;;
@@ -101,31 +101,35 @@ watch_parent_link() {
         bounded "$flux" ping --count=1 0 >/dev/null 2>&1 &
         ;;
       *"overlay.err"*"lost event"*)
-        read -r broker <"$state/broker.pid" || return 0
-        log "the broker missed messages from rank 0 (${line##*: }): restarting it, so that rank 0 gives up" \
-          "what it still awaits from this rank"
-        kill -KILL "$broker" 2>/dev/null
+        kill_broker "the broker missed messages from rank 0 (${line##*: }): restarting it, so that rank 0" \
+          "gives up what it still awaits from this rank"
         return 0
         ;;
       *"overlay.crit"*" sent disconnect control message"* | *"overlay.crit"*": disconnecting: "*)
-        read -r broker <"$state/broker.pid" || return 0
-        log "the broker lost its parent (${line##*: }): ending it at once, so that it does not wait for" \
-          "brokers below it that are gone"
-        kill -KILL "$broker" 2>/dev/null
+        kill_broker "the broker lost its parent (${line##*: }): ending it at once, so that it does not wait" \
+          "for brokers below it that are gone"
         return 0
         ;;
     esac
   done < <("$flux" dmesg --follow 2>/dev/null)
 }
 
+# The running broker killed (SIGKILL), with the log line given: start_worker starts it again.
+kill_broker() {
+  local broker
+  read -r broker <"$state/broker.pid" || return 0
+  log "$@"
+  kill -KILL "$broker" 2>/dev/null
+}
+
 # This pod's predecessor drained the rank as it stopped, or the worker above it in Flux's tree did, as
 # its own pod stopped (leave_instance): undrained once this broker answers, unless it was drained for
-# another reason since. Run beside each of a worker's brokers (a
-# rank 0 restarted from its last checkpoint may hold the drain again); the mark is read with a C
-# command, and Python's `flux resource` runs only where there is one. It runs during bring-up, beside
-# every worker's broker, so it asks Flux nothing until the broker is up: the readiness probe finds that
-# out first; where no probe runs, it asks once a second once the broker's socket is there. It waits
-# with bash's own read timeout, not a process per look.
+# another reason since. Run beside each of a worker's brokers (a rank 0 restarted from its last
+# checkpoint may hold the drain again); the mark is read with a C command, and Python's `flux resource`
+# runs only where there is one. It runs during bring-up, beside every worker's broker, so it asks Flux
+# nothing until the broker is up: the readiness probe finds that out first; where no probe runs, it asks
+# once a second once the broker's socket is there. It waits with bash's own read timeout, not a process
+# per look.
 undrain_when_up() {
   local -x FLUX_URI=$local_uri
   local mark note said reason looks=0 idle
