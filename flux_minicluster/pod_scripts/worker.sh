@@ -114,12 +114,44 @@ watch_parent_link() {
   done < <("$flux" dmesg --follow 2>/dev/null)
 }
 
-# The running broker killed (SIGKILL), with the log line given: start_worker starts it again.
+# The running broker killed (SIGKILL), with the log line given, and every process under it: start_worker
+# starts it again. Flux runs each rc script and job shell in a process group of its own, so no group
+# signal reaches them, and they outlive a killed broker. An rc3 left running talks to the next broker,
+# whose socket has the same path, and removed modules that its rc1 had just loaded: without its content
+# module, a worker with a worker below it left the jobs launched there unable to start (found by the
+# soak on a kary:2 tree). A job shell left running keeps its tasks on a node that Flux gives to others.
 kill_broker() {
   local broker
   read -r broker <"$state/broker.pid" || return 0
   log "$@"
-  kill -KILL "$broker" 2>/dev/null
+  kill_tree "$broker"
+}
+
+# A process and all its descendants, SIGKILLed at once. Each one found is stopped first, so that none
+# starts another unseen while /proc is read; the read repeats until it finds no more (a child may come
+# before its parent in /proc's order). Builtins only: no ps or pkill in every image.
+kill_tree() {
+  local -a tree=("$1")
+  local -A in_tree=(["$1"]=1)
+  local stat fields pid ppid found=true
+  kill -STOP "$1" 2>/dev/null || return 0
+  while [[ $found == true ]]; do
+    found=false
+    for stat in /proc/[0-9]*/stat; do
+      read -r fields 2>/dev/null <"$stat" || continue # it ended meanwhile
+      pid=${fields%% *}
+      fields=${fields##*) } # past the command's name, which may hold spaces: "STATE PPID ..."
+      fields=${fields#* }
+      ppid=${fields%% *}
+      if [[ -n ${in_tree[$ppid]-} && -z ${in_tree[$pid]-} ]]; then
+        in_tree[$pid]=1
+        tree+=("$pid")
+        found=true
+        kill -STOP "$pid" 2>/dev/null || true
+      fi
+    done
+  done
+  kill -KILL "${tree[@]}" 2>/dev/null || true
 }
 
 # This pod's predecessor drained the rank as it stopped, or the worker above it in Flux's tree did, as

@@ -101,3 +101,26 @@ def test_a_mark_to_rejoin_from_a_rank0_killed_in_its_hand_over_is_not_taken_for_
     wait_until(lambda: not any(worker.running() for worker in workers), "each worker to complete", 60, poll=0.5)
     assert [worker.wait() for worker in workers] == [0, 0, 0]
     assert not any(REJOINING_MARKED in worker.log for worker in workers)
+
+
+def test_a_worker_turned_away_by_rank0s_replacement_leaves_no_process_of_its_old_broker_behind(
+    minicluster: Callable[..., Kubelet],
+) -> None:
+    """Flux runs each job shell and rc script in a process group of its own, and they outlive a killed
+    broker. The watch ends the worker's broker as its parent turns it away, and everything under it: an
+    rc3 left running removed modules from the next broker, whose socket has the same path (found by the
+    soak), and a job shell left running keeps its tasks on a node that Flux gives to other jobs."""
+    cluster = minicluster(command=None, stateVolume={"claimName": "flux-state"})
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    wait_until(lambda: watching(pods[1]), "the worker's watch of its link", 30)
+    job = pods[0].flux("submit", "--requires=rank:1", "sleep", "300").strip()
+    wait_until(lambda: pods[1].exec("pgrep", "-fx", "sleep 300").returncode == 0, f"job {job}'s task on rank 1", 30)
+    pods[0].kill()
+    pods[0].wait()
+    rank0, worker = cluster.start(0), pods[1]
+    wait_until(lambda: REJOINING in worker.log, "the worker to be turned away and rejoin", 30, poll=0.2)
+    assert "the broker lost its parent" in worker.log  # the watch ended it, not Flux
+    left = ("pgrep", "-f", "flux-shell|^sleep 300")  # the shell and its task, SIGKILLed: gone once reaped
+    wait_until(lambda: worker.exec(*left).returncode == 1, "the old broker's job shell and task to be gone", 10)
+    wait_until(lambda: rank0.usable_ranks() == "0-3", "every rank online and available again", 30, poll=0.5)
