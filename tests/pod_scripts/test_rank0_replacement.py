@@ -130,6 +130,28 @@ def test_a_worker_whose_broker_logs_no_loss_keeps_it(tmp_path: Path) -> None:
     assert "missed messages" not in run.stderr
 
 
+def test_a_broker_ended_by_the_watch_takes_every_process_under_it_along(tmp_path: Path) -> None:
+    """Flux's rc scripts and job shells each run in a process group of their own: an rc3 that outlived
+    its broker removed modules from the next one, which has the same socket path."""
+    pids = tmp_path / "rc3-pids"
+    pods = Pods(tmp_path, command=None)
+    worker, log = pods.start(1, STANDIN_START_BLOCK="1", STANDIN_START_READY_CALLS="1", STANDIN_START_CHILD=str(pids),
+                             STANDIN_DMESG=PARENT_LOST["turned away"])  # fmt: skip
+    wait_for(lambda: starts(log) == 2, "the broker to be killed and started again")
+    child, grandchild = (int(pid) for pid in pids.read_text().split())
+    assert os.getpgid(child) != os.getpgid(worker.pid)
+    wait_for(lambda: not alive(child) and not alive(grandchild), "the first broker's processes to be gone")
+    stop((worker, log))
+
+
+def alive(pid: int) -> bool:
+    """Running, or stopped: not gone and not a zombie waiting for its parent."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 SOCKET = "overlay.debug[1]: parent sockevent tcp://dev-0.dev.default.svc.cluster.local:8050"
 """How Flux's overlay begins a line on an event of a worker's socket to rank 0 (broker.toml's tbon.zmqdebug)."""
 CONNECTED = f"{SOCKET} connected\n{SOCKET} handshake succeeded"
@@ -204,25 +226,3 @@ NAMES = {"service_name": "svc", "curve_secret_name": "curve", "broker_config_nam
 
 def load_spec_of(**overrides: Any) -> MiniClusterSpec:
     return load_spec({f"minicluster:{key}": value for key, value in config(**overrides).items()}, "dev")
-
-
-def test_a_broker_ended_by_the_watch_takes_every_process_under_it_along(tmp_path: Path) -> None:
-    """Flux's rc scripts and job shells each run in a process group of their own: an rc3 that outlived
-    its broker removed modules from the next one, which has the same socket path."""
-    pids = tmp_path / "rc3-pids"
-    pods = Pods(tmp_path, command=None)
-    worker, log = pods.start(1, STANDIN_START_BLOCK="1", STANDIN_START_READY_CALLS="1", STANDIN_START_CHILD=str(pids),
-                             STANDIN_DMESG=PARENT_LOST["turned away"])  # fmt: skip
-    wait_for(lambda: starts(log) == 2, "the broker to be killed and started again")
-    child, grandchild = (int(pid) for pid in pids.read_text().split())
-    assert os.getpgid(child) != os.getpgid(worker.pid)
-    wait_for(lambda: not alive(child) and not alive(grandchild), "the first broker's processes to be gone")
-    stop((worker, log))
-
-
-def alive(pid: int) -> bool:
-    """Running, or stopped: not gone and not a zombie waiting for its parent."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0] != "Z"
-    except FileNotFoundError:
-        return False
