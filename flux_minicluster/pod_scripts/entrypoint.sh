@@ -30,6 +30,8 @@ source "$run_config/readiness.sh"
 
 rejoin_mark=${MC_REJOIN_MARK:?} # that this worker's broker is to rejoin as it ends (start_worker)
 broker_pid=""
+ended_broker_pid="" # the last broker that ended (start_worker ends what it left running)
+killed=() # the processes kill_tree (worker.sh) ended last
 restart_step_pid="" # undoes what the previous pod's stop did, once the broker answers: rank 0 starts
                     # scheduling again (resume_scheduling), a worker undrains its rank (undrain_when_up)
                     # and then watches its link to rank 0 (watch_parent_link)
@@ -164,7 +166,7 @@ run_broker() {
   broker_was_ready=false
   if broker_up; then broker_was_ready=true; fi
   rm -f "$state/broker.pid" "$state/ready"
-  broker_pid=""
+  ended_broker_pid=$broker_pid broker_pid=""
   return "$status"
 }
 

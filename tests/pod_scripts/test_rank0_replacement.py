@@ -144,6 +144,24 @@ def test_a_broker_ended_by_the_watch_takes_every_process_under_it_along(tmp_path
     stop((worker, log))
 
 
+def test_what_a_broker_that_died_on_its_own_left_running_is_ended_before_the_next_one_starts(
+    tmp_path: Path,
+) -> None:
+    """An OOM kill or a crash ends the broker alone: its rc scripts and job shells run on, and a job's
+    task holds the node (and its GPUs) that Flux gives to the next job."""
+    pids = tmp_path / "children"
+    pods = Pods(tmp_path, command=None)
+    worker, log = pods.start(1, STANDIN_START_BLOCK="1", STANDIN_START_READY_CALLS="1", STANDIN_START_CHILD=str(pids))
+    wait_for(lambda: pids.exists() and starts(log) == 1, "the broker and its processes")
+    child, grandchild = (int(pid) for pid in pids.read_text().split())
+    os.kill(int((tmp_path / "state-1" / "broker.pid").read_text()), signal.SIGKILL)
+    wait_for(lambda: starts(log) == 2, "the broker to start again")
+    wait_for(lambda: not alive(child) and not alive(grandchild), "the first broker's processes to be gone")
+    run = stop((worker, log))
+    assert "ended what the broker left running: 2 processes" in run.stderr
+    assert run.stderr.count("ended what the broker left running") == 1  # the second broker left nothing
+
+
 def alive(pid: int) -> bool:
     """Running, or stopped: not gone and not a zombie waiting for its parent."""
     try:

@@ -124,3 +124,21 @@ def test_a_worker_turned_away_by_rank0s_replacement_leaves_no_process_of_its_old
     left = ("pgrep", "-f", "flux-shell|^sleep 300")  # the shell and its task, SIGKILLed: gone once reaped
     wait_until(lambda: worker.exec(*left).returncode == 1, "the old broker's job shell and task to be gone", 10)
     wait_until(lambda: rank0.usable_ranks() == "0-3", "every rank online and available again", 30, poll=0.5)
+
+
+def test_a_worker_whose_broker_dies_on_its_own_ends_what_it_left_running_before_it_rejoins(
+    minicluster: Callable[..., Kubelet],
+) -> None:
+    """An OOM kill or a crash ends the broker alone. Flux then fails the job that ran there and gives the
+    rank to the next job, while the job's task, in a process group of its own, ran on for good."""
+    cluster = minicluster(command=None)
+    pods = cluster.start_all()
+    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods[0].flux("submit", "--requires=rank:1", "sleep", "300")
+    wait_until(lambda: pods[1].exec("pgrep", "-fx", "sleep 300").returncode == 0, "the job's task on rank 1", 30)
+    broker = pods[1].exec("cat", f"{paths.STATE_DIR}/broker.pid").stdout.strip()
+    assert pods[1].exec("kill", "-KILL", broker).returncode == 0
+    wait_until(lambda: pods[1].exec("pgrep", "-fx", "sleep 300").returncode == 1, "the job's task to be gone", 30)
+    assert "ended what the broker left running" in pods[1].log
+    wait_until(lambda: pods[0].usable_ranks() == "0-3", "rank 1 online and available again", 30, poll=0.5)
+    assert pods[0].flux("run", "--requires=rank:1", "hostname").strip() == cluster.hostname(1)
