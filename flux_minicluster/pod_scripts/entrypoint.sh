@@ -30,8 +30,6 @@ source "$run_config/readiness.sh"
 
 rejoin_mark=${MC_REJOIN_MARK:?} # that this worker's broker is to rejoin as it ends (start_worker)
 broker_pid=""
-ended_broker_pid="" # the last broker that ended (start_worker ends what it left running)
-killed=() # the processes kill_tree (worker.sh) ended last
 restart_step_pid="" # undoes what the previous pod's stop did, once the broker answers: rank 0 starts
                     # scheduling again (resume_scheduling), a worker undrains its rank (undrain_when_up)
                     # and then watches its link to rank 0 (watch_parent_link)
@@ -148,11 +146,22 @@ broker_options() {
 # a foreground command would: bash ignores SIGINT and SIGQUIT in a background command and gives it
 # /dev/null as stdin, and the broker and everything it runs would inherit that. (No redirection on the
 # wait: this shell is the container's first process, and resize.sh logs through its stderr meanwhile.)
+# It runs in a session of its own, and whatever of that session is still running when it ends, however
+# it ends, is killed: Flux runs its rc scripts, job shells and initial program in process groups of their
+# own, and they outlive a broker that dies on its own (an OOM kill, a crash). A worker's, or a rank 0
+# restarted from its checkpoint, then starts another broker in this pod: a job's task left running holds
+# the node, and its GPUs, that Flux gives to the next job (on real Flux it ran on for good), and an rc3
+# left running acts on the next broker, which listens on the same socket path.
 run_broker() {
-  local status=0
+  local status=0 session=()
+  if command -v setsid >/dev/null; then
+    session=(setsid) # the subshell leads no process group, so setsid does not fork: the pid is the broker's
+  else
+    log "this image has no setsid (util-linux): what the broker leaves running if it dies will not be ended"
+  fi
   (
     trap - INT QUIT
-    exec "$@"
+    exec "${session[@]}" "$@"
   ) <&0 &
   broker_pid=$!
   printf '%s\n' "$broker_pid" >"$state/broker.pid"
@@ -166,7 +175,9 @@ run_broker() {
   broker_was_ready=false
   if broker_up; then broker_was_ready=true; fi
   rm -f "$state/broker.pid" "$state/ready"
-  ended_broker_pid=$broker_pid broker_pid=""
+  kill_tree "$broker_pid"
+  if ((${#killed[@]})); then log "ended what the broker left running: ${#killed[@]} processes"; fi
+  broker_pid=""
   return "$status"
 }
 

@@ -68,3 +68,35 @@ pause() {
   pid=$!
   wait "$pid" || kill "$pid" 2>/dev/null || true
 }
+
+# A process and every process under it, SIGKILLed at once (the pids in `killed`): its descendants, and
+# its session's other processes where it leads one (a broker: run_broker, entrypoint.sh), which stay in
+# it when their parent is gone. So this also ends what a broker that ended on its own left behind. Each one
+# found is stopped first, so that none starts another unseen while /proc is read; the read repeats until
+# it finds no more (a child may come before its parent in /proc's order). Builtins only: no ps or pkill
+# in every image.
+kill_tree() {
+  local -A in_tree=(["$1"]=1)
+  local stat fields pid ppid session found=true
+  killed=()
+  if kill -STOP "$1" 2>/dev/null; then killed=("$1"); fi # gone already: its session may outlive it
+  while [[ $found == true ]]; do
+    found=false
+    for stat in /proc/[0-9]*/stat; do
+      read -r fields 2>/dev/null <"$stat" || continue # it ended meanwhile
+      pid=${fields%% *}
+      fields=${fields##*) } # past the command's name, which may hold spaces: "STATE PPID PGRP SESSION ..."
+      fields=${fields#* }
+      ppid=${fields%% *}
+      fields=${fields#* * }
+      session=${fields%% *}
+      if [[ (-n ${in_tree[$ppid]-} || -n ${in_tree[$session]-}) && -z ${in_tree[$pid]-} ]]; then
+        in_tree[$pid]=1
+        killed+=("$pid")
+        found=true
+        kill -STOP "$pid" 2>/dev/null || true
+      fi
+    done
+  done
+  if ((${#killed[@]})); then kill -KILL "${killed[@]}" 2>/dev/null || true; fi
+}

@@ -20,10 +20,6 @@
 # [heartbeat] timeout). Either way, it starts again at once, with a fresh budget, and does not give up
 # for MC_REJOIN_WAIT seconds, however many tries it takes, while the replacement comes (after the Job
 # controller's back-off, which grows with each lost pod).
-# Each broker runs in a session of its own, and whatever of that session is still running when it ends is
-# ended before the next one starts (kill_tree): Flux runs its rc scripts and job shells in process groups
-# of their own, which outlive a broker that dies on its own (an OOM kill, a crash) as they do one the
-# watch kills. A job's task left running holds the node, and its GPUs, that Flux gives to the next job.
 start_worker() {
   local -a options broker=("$flux" start)
   local attempt=1 delay=1 status rejoin_until=0 marked rejoin_wait=${MC_REJOIN_WAIT:?}
@@ -32,11 +28,6 @@ start_worker() {
     options+=("-Sbroker.rc1_path=bash $run_config/worker_rc.sh 1" "-Sbroker.rc3_path=bash $run_config/worker_rc.sh 3")
   fi
   if [[ -z $MC_GPU_IDS ]]; then broker=(env HWLOC_COMPONENTS=-linuxio HWLOC_PLUGINS_PATH=/nonexistent "${broker[@]}"); fi
-  if command -v setsid >/dev/null; then
-    broker=(setsid "${broker[@]}") # not a process group leader here: it does not fork, the pid stays the broker's
-  else
-    log "this image has no setsid (util-linux): what a broker that dies on its own leaves running is not ended"
-  fi
   while :; do
     status=0
     # At each start: a rank 0 restarted from its last checkpoint may have the drain again.
@@ -44,8 +35,6 @@ start_worker() {
     restart_step_pid=$!
     run_broker "${broker[@]}" "${options[@]}" || status=$?
     kill "$restart_step_pid" 2>/dev/null || true
-    kill_tree "$ended_broker_pid"
-    if ((${#killed[@]})); then log "ended what the broker left running: ${#killed[@]} processes"; fi
     marked=false
     if [[ -e $rejoin_mark ]]; then
       rm -f "$rejoin_mark"
@@ -136,38 +125,6 @@ kill_broker() {
   read -r broker <"$state/broker.pid" || return 0
   log "$@"
   kill_tree "$broker"
-}
-
-# A process and every process under it, SIGKILLed at once (the pids in `killed`): its descendants, and
-# its session's other processes where it leads one (a worker's broker, start_worker), which stay in it
-# when their parent is gone. So this also ends what a broker that ended on its own left behind. Each one
-# found is stopped first, so that none starts another unseen while /proc is read; the read repeats until
-# it finds no more (a child may come before its parent in /proc's order). Builtins only: no ps or pkill
-# in every image.
-kill_tree() {
-  local -A in_tree=(["$1"]=1)
-  local stat fields pid ppid session found=true
-  killed=()
-  if kill -STOP "$1" 2>/dev/null; then killed=("$1"); fi # gone already: its session may outlive it
-  while [[ $found == true ]]; do
-    found=false
-    for stat in /proc/[0-9]*/stat; do
-      read -r fields 2>/dev/null <"$stat" || continue # it ended meanwhile
-      pid=${fields%% *}
-      fields=${fields##*) } # past the command's name, which may hold spaces: "STATE PPID PGRP SESSION ..."
-      fields=${fields#* }
-      ppid=${fields%% *}
-      fields=${fields#* * }
-      session=${fields%% *}
-      if [[ (-n ${in_tree[$ppid]-} || -n ${in_tree[$session]-}) && -z ${in_tree[$pid]-} ]]; then
-        in_tree[$pid]=1
-        killed+=("$pid")
-        found=true
-        kill -STOP "$pid" 2>/dev/null || true
-      fi
-    done
-  done
-  if ((${#killed[@]})); then kill -KILL "${killed[@]}" 2>/dev/null || true; fi
 }
 
 # This pod's predecessor drained the rank as it stopped, or the worker above it in Flux's tree did, as

@@ -132,6 +132,22 @@ def test_a_crashed_rank0_broker_starts_again_in_its_pod_and_runs_what_waited(min
     assert "did not start" not in rank0.log  # a crash, not a state it cannot start from
 
 
+def test_a_crashed_rank0_broker_leaves_no_task_of_its_jobs_running_when_it_starts_again(minicluster: Make) -> None:
+    """Flux runs each job shell in a process group of its own: the crashed broker's tasks ran on, on the
+    cores that the restarted instance gives to the jobs that waited."""
+    busy = Busy(minicluster)
+    checkpointed(busy.rank0.flux)
+    rank0 = busy.rank0
+    tasks = set(rank0.exec("pgrep", "-fx", "sleep inf").stdout.split())
+    assert tasks  # one of the two running jobs has a node here
+    assert rank0.exec("kill", "-KILL", rank0.flux("getattr", "broker.pid").strip()).returncode == 0
+    wait_until(lambda: "restarting it from its last checkpoint" in rank0.log, "the broker to start again", 30)
+    wait_until(rank0.ready, "the broker to be up again", 60)
+    wait_until(lambda: busy.states()[2:] == ["R", "R"], "the queued jobs to run", 30)
+    assert not tasks & set(rank0.exec("pgrep", "-fx", "sleep inf").stdout.split())
+    assert "ended what the broker left running" in rank0.log
+
+
 def test_a_replacement_gives_up_when_the_saved_instance_stays_held_and_touches_nothing(minicluster: Make) -> None:
     busy = Busy(minicluster)
     assert busy.rank0.terminate() == 143
