@@ -71,10 +71,10 @@ pause() {
 
 # A process and every process under it, SIGKILLed at once (the pids in `killed`): its descendants, and
 # its session's other processes where it leads one (a broker: run_broker, entrypoint.sh), which stay in
-# it when their parent is gone. So this also ends what a broker that ended on its own left behind. Each one
-# found is stopped first, so that none starts another unseen while /proc is read; the read repeats until
-# it finds no more (a child may come before its parent in /proc's order). Builtins only: no ps or pkill
-# in every image.
+# it when their parent is gone; so this also ends what a broker that ended on its own left behind. Each
+# one found is stopped first, so that none starts another unseen while /proc is read; the read repeats
+# until it finds no more (a child may come before its parent in /proc's order). Builtins only: no ps or
+# pkill in every image.
 kill_tree() {
   local -A in_tree=(["$1"]=1)
   local stat fields pid ppid session found=true
