@@ -123,6 +123,10 @@ hand_over_rank0() {
   bounded "$flux" cancel --user=all --states=running --message="${MC_HAND_OVER_NOTE:?}" ||
     log "could not cancel the running jobs"
   wait "$marking" || true
+  # Flux saves the instance as its broker stops, in its rc3. A broker that dies there (Flux's job manager
+  # crashed as it unloaded, once in the soak) restarts from its last checkpoint, up to checkpointPeriod
+  # old: saved here, only what comes during the broker's own stop, a second or less, is at risk.
+  bounded "$flux" kvs sync >/dev/null || log "could not save the instance before its broker stops"
 }
 
 # A worker that joins during the hand-over (a replaced worker, while the jobs are cancelled) was not
