@@ -148,7 +148,7 @@ broker_options() {
 # wait: this shell is the container's first process, and resize.sh logs through its stderr meanwhile.)
 # It runs in a session of its own, and whatever of that session is still running when it ends, however
 # it ends, is killed: Flux runs its rc scripts, job shells and initial program in process groups of their
-# own, and they outlive a broker that dies on its own (an OOM kill, a crash). A worker's, or a rank 0
+# own, and they outlive a broker that dies on its own (an OOM kill, a crash). A worker, or a rank 0
 # restarted from its checkpoint, then starts another broker in this pod: a job's task left running holds
 # the node, and its GPUs, that Flux gives to the next job (on real Flux it ran on for good), and an rc3
 # left running acts on the next broker, which listens on the same socket path.

@@ -27,7 +27,6 @@ from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.flux_instance import flux_env
 from tests.kubelet.image import FLUX
-from tests.kubelet.pod import wait_until
 from tests.kubelet.pods import Kubelet
 
 # Inside the instance: waitable jobs, so that `flux job wait --all` counts each one's end; the rate
@@ -47,8 +46,7 @@ def minicluster_rate(size: int, jobs: int) -> float:
     with tempfile.TemporaryDirectory() as directory:
         kubelet = Kubelet(Path(directory), spec)
         try:
-            pods = kubelet.start_all()
-            wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 60)
+            pods = kubelet.start_all_ready(60)
             script = SCRIPT.format(jobs=jobs)
             done = pods[0].exec("env", f"FLUX_URI={manifests.LOCAL_URI}", "bash", "-c", script, timeout=600)
             if done.returncode != 0:

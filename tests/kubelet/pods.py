@@ -165,6 +165,12 @@ class Kubelet:
             self.started_at = time.time()
         return pods
 
+    def start_all_ready(self, timeout: float = 30) -> list[Pod]:
+        """start_all, then until every broker is ready (each pod's readiness probe says so)."""
+        pods = self.start_all()
+        wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", timeout)
+        return pods
+
     def start(self, index: int, env: dict[str, str] | None = None, name: str | None = None) -> Pod:
         """A new pod for `index` (a replacement, if one ran before: a new address under the same name).
         `env` overrides the container's: only to shorten one of the scripts' waits for a test. `name`:

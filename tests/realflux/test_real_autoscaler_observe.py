@@ -34,8 +34,7 @@ def observe(rank0: Pod, size: int) -> dict[str, Any]:
 @pytest.fixture
 def rank0(minicluster: Make) -> Pod:
     """Rank 0 of a cluster of 2 brokers that may grow to 4."""
-    pods = minicluster(command=None, size=2, maxSize=4).start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = minicluster(command=None, size=2, maxSize=4).start_all_ready()
     return pods[0]
 
 

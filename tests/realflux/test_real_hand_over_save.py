@@ -22,8 +22,7 @@ def test_a_job_taken_before_a_hand_over_outlives_a_rank0_broker_that_dies_in_its
     minicluster: Callable[..., Kubelet],
 ) -> None:
     cluster = minicluster(command=None, stateVolume=STATE, size=2)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    cluster.start_all_ready()
     rank0 = cluster.pod(0)
     rank0.flux("queue", "stop", "--quiet")  # the job waits for the replacement
     job = rank0.flux("submit", "true").strip()

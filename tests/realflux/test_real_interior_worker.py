@@ -31,8 +31,7 @@ MARKED = "went away: rejoining when its replacement is up"
 
 def tree(minicluster: Make) -> tuple[Kubelet, list[Pod]]:
     cluster = minicluster(size=4, command=None, topology="kary:2")  # 0 -> 1, 2; 1 -> 3
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     assert pods[0].flux("overlay", "parentof", "3").strip() == "1"
     return cluster, pods
 
@@ -64,8 +63,7 @@ def rank0_killed_and_replaced(minicluster: Make, *, watching_rank1: bool = True)
     """Rank 1 loses rank 0 and leaves the instance, which takes rank 3 down: abruptly where rank 1's
     watch kills its broker first, orderly (rank 3 exits 0) where Flux's own way out comes first."""
     cluster = minicluster(size=4, command=None, topology="kary:2", stateVolume={"claimName": "flux-state"})
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     if not watching_rank1:
         wait_until(lambda: pods[1].exec("pkill", "-f", "dmesg --follow").returncode == 0, "rank 1's watch", 30)
     pods[0].kill()

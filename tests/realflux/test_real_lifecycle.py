@@ -23,8 +23,7 @@ STOPPED = 143  # 128 + SIGTERM: a pod told to stop never exits 0, or the Job wou
 
 def persistent(minicluster: Make, size: int = 3) -> tuple[Kubelet, list[Pod]]:
     cluster = minicluster(size=size, command=None)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     return cluster, pods
 
 

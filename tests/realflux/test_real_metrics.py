@@ -45,8 +45,7 @@ def serving(pod: Pod) -> bool:
 
 def up(minicluster: Make, **overrides: Any) -> list[Pod]:
     cluster = minicluster(command=None, metrics={"enabled": True}, **overrides)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     wait_until(lambda: all(serving(pod) for pod in pods), "every pod to serve its metrics", 10)
     return pods
 

@@ -105,8 +105,7 @@ def test_interactive_runs_the_command_then_keeps_the_instance_up(minicluster: Ma
 
 def test_persistent_instance_takes_work_until_flux_shutdown(minicluster: Make) -> None:
     cluster = minicluster(command=None)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     assert sorted(pods[0].flux("run", "-N4", "hostname").split()) == ["dev-0", "dev-1", "dev-2", "dev-3"]
     assert "persistent instance: no initial program" in pods[0].log
     pods[0].flux("shutdown", "--quiet")

@@ -29,8 +29,7 @@ class Busy:
 
     def __init__(self, minicluster: Make) -> None:
         self.cluster = minicluster(command=None, stateVolume=STATE)
-        self.pods = self.cluster.start_all()
-        wait_until(lambda: all(pod.ready() for pod in self.pods), "every broker to be ready", 30)
+        self.pods = self.cluster.start_all_ready()
         self.jobs = [self.rank0.flux("submit", "-N2", "--exclusive", "sleep", "inf").strip() for _ in range(4)]
         wait_until(lambda: self.states() == ["R", "R", "S", "S"], "two jobs to run and two to wait", 20)
 
@@ -227,8 +226,7 @@ def test_a_worker_that_joins_while_rank0_hands_over_rejoins_its_replacement(mini
     the workers, so it completed when rank 0 stopped, and the cluster stayed a rank short for good."""
     cluster = minicluster(command=None, stateVolume=STATE, **faults.config())
     faults.install(cluster.claim(faults.CLAIM))
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    cluster.start_all_ready()
     cluster.pod(3).kill()
     cluster.pod(3).wait()
     faults.inject(cluster.claim(faults.CLAIM), "cancel", "slow:4")  # the hand-over's cancel takes a while
@@ -249,8 +247,7 @@ def test_a_worker_killed_as_rank0_hands_over_does_not_hold_the_hand_over_up(mini
     passes SIGTERM on to its tasks and keeps waiting), until the grace period's SIGKILL ended rank 0
     with no clean stop."""
     cluster = minicluster(command=None, stateVolume=STATE)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    cluster.start_all_ready()
     cluster.pod(3).kill()
     cluster.pod(0).signal(signal.SIGTERM)
     assert cluster.pod(0).wait(timeout=30) == 143  # a hand-over held up by the dead worker never ends
@@ -262,8 +259,7 @@ def test_a_killed_rank0_restarted_with_a_stopped_worker_drain_has_it_undrained_a
     the worker's broker, restarted once rank 0 is back, undoes it again. The checkpoint period leaves
     the worker's replacement time to undo the drain before rank 0 is killed, with no checkpoint between."""
     cluster = minicluster(command=None, stateVolume={**STATE, "checkpointPeriod": "10s"})
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    cluster.start_all_ready()
     rank0 = cluster.pod(0)
     assert cluster.pod(3).terminate() == 143  # it drains rank 3 as it stops
     checkpointed(rank0.flux)  # with the drain

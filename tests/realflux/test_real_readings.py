@@ -25,8 +25,7 @@ def readings(rank0: Pod) -> dict[str, Any]:
 
 def up(minicluster: Make, **overrides: Any) -> list[Pod]:
     cluster = minicluster(command=None, **overrides)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     return pods
 
 

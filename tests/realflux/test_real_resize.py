@@ -23,8 +23,7 @@ def elastic(minicluster: Make, **overrides: Any) -> tuple[Kubelet, Pod]:
     cluster = minicluster(command=None, maxSize=6, **overrides)
     if "fluxPath" in overrides:
         faults.install(cluster.claim(faults.CLAIM))
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     return cluster, pods[0]
 
 

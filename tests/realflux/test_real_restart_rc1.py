@@ -29,8 +29,7 @@ def test_a_job_whose_allocation_a_crash_left_half_recorded_runs_after_the_restar
     minicluster: Callable[..., Kubelet],
 ) -> None:
     cluster = minicluster(command=None, stateVolume=STATE, size=2)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    cluster.start_all_ready()
     rank0 = cluster.pod(0)
     rank0.flux("queue", "stop", "--quiet")
     job = rank0.flux("submit", "-N1", "true").strip()
@@ -54,8 +53,7 @@ def test_a_job_a_crash_left_ended_but_not_cleaned_up_leaves_flux_counting_no_job
     minicluster: Callable[..., Kubelet], ended_at: str
 ) -> None:
     cluster = minicluster(command=None, stateVolume=STATE, size=2)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    cluster.start_all_ready()
     rank0 = cluster.pod(0)
     job = rank0.flux("submit", "--requires=rank:1", "true").strip()
     rank0.flux("job", "wait-event", "--timeout=30", job, "clean")

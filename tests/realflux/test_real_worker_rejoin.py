@@ -38,8 +38,7 @@ def test_a_worker_whose_rank0_falls_silent_starts_its_broker_again_and_rejoins_o
     minicluster: Callable[..., Kubelet],
 ) -> None:
     cluster = minicluster(command=None)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     rank0, workers = pods[0], pods[1:]
     assert rank0.exec("pkill", "-STOP", "-x", "flux-broker-0").returncode == 0  # the broker names itself by rank
     try:
@@ -69,8 +68,7 @@ def test_workers_rejoin_a_killed_rank0s_replacement_once_they_hear_from_it_not_a
     # own word can.
     quiet = {"tbon.torpid_min": "25s"}
     cluster = minicluster(command=None, stateVolume={"claimName": "flux-state"}, brokerAttributes=quiet)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     wait_until(lambda: all(watching(pod) for pod in pods[1:]), "each worker's watch of its link", 30)
     pods[0].kill()
     pods[0].wait()
@@ -88,8 +86,7 @@ def test_a_mark_to_rejoin_from_a_rank0_killed_in_its_hand_over_is_not_taken_for_
     brokers: once the replacement's instance shuts down for good, each worker completes, as the Job needs,
     rather than waiting for yet another rank 0."""
     cluster = minicluster(command=None, stateVolume={"claimName": "flux-state"})
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     pods[0].flux("exec", "-r", "all", "touch", REJOIN_MARK)  # what the hand-over does first
     pods[0].kill()
     pods[0].wait()
@@ -111,8 +108,7 @@ def test_a_worker_turned_away_by_rank0s_replacement_leaves_no_process_of_its_old
     rc3 left running removed modules from the next broker, whose socket has the same path (found by the
     soak), and a job shell left running keeps its tasks on a node that Flux gives to other jobs."""
     cluster = minicluster(command=None, stateVolume={"claimName": "flux-state"})
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     wait_until(lambda: watching(pods[1]), "the worker's watch of its link", 30)
     job = pods[0].flux("submit", "--requires=rank:1", "sleep", "300").strip()
     wait_until(lambda: pods[1].exec("pgrep", "-fx", "sleep 300").returncode == 0, f"job {job}'s task on rank 1", 30)
@@ -132,8 +128,7 @@ def test_a_worker_whose_broker_dies_on_its_own_ends_what_it_left_running_before_
     """An OOM kill or a crash ends the broker alone. Flux then fails the job that ran there and gives the
     rank to the next job, while the job's task, in a process group of its own, ran on for good."""
     cluster = minicluster(command=None)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     pods[0].flux("submit", "--requires=rank:1", "sleep", "300")
     wait_until(lambda: pods[1].exec("pgrep", "-fx", "sleep 300").returncode == 0, "the job's task on rank 1", 30)
     broker = pods[1].exec("cat", f"{paths.STATE_DIR}/broker.pid").stdout.strip()

@@ -96,8 +96,7 @@ class Running:
 def real_rank0(minicluster: Any, size: int) -> Pod:
     """Rank 0 of a persistent MiniCluster of `size` brokers on real Flux, which may grow to 8."""
     cluster: Kubelet = minicluster(command=None, size=size, maxSize=8)
-    pods = cluster.start_all()
-    wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 30)
+    pods = cluster.start_all_ready()
     return pods[0]
 
 

@@ -115,8 +115,7 @@ class Soak:
         """Ranks whose pod exited 0: the Job counts them done and does not replace them."""
 
     def run(self, faults: list[str], settle: float = 3.0) -> Outcome:
-        pods = self.kubelet.start_all()
-        wait_until(lambda: all(pod.ready() for pod in pods), "every broker to be ready", 60)
+        self.kubelet.start_all_ready(60)
         self.submitter.start()
         self.controller.start()
         done = []
