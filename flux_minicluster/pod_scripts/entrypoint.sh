@@ -31,8 +31,8 @@ source "$run_config/readiness.sh"
 rejoin_mark=${MC_REJOIN_MARK:?} # that this worker's broker is to rejoin as it ends (start_worker)
 broker_pid=""
 restart_step_pid="" # undoes what the previous pod's stop did, once the broker answers: rank 0 starts
-                    # scheduling again (resume_scheduling), a worker undrains its rank (undrain_when_up)
-                    # and then watches its link to rank 0 (watch_parent_link)
+                    # scheduling again (resume_scheduling), a worker undrains its rank (undrain_rank)
+                    # and, beside that, watches its link to rank 0 (watch_parent_link)
 state_lock="" # the descriptor of the saved instance's lock (rank 0 with a state volume)
 instance_dir="" # where this broker keeps the instance's state (statedir), found once by prepare_state
 broker_was_ready=false # the last broker was up in its instance (the readiness probe said so)
@@ -181,6 +181,16 @@ run_broker() {
   return "$status"
 }
 
+# The restart step ended, with all it started (a worker's undrain runs in the background of its watch),
+# and reaped here, where bash's word that it was killed goes nowhere.
+end_restart_step() {
+  local -a killed # kill_tree's list: run_broker's own is not this one
+  [[ -n $restart_step_pid ]] || return 0
+  kill_tree "$restart_step_pid"
+  wait "$restart_step_pid" 2>/dev/null || true
+  restart_step_pid=""
+}
+
 # Beside the broker, for the pod's life (the container's end ends them): Prometheus metrics
 # (metrics.enabled), whose readings say 0 while the broker is not up, niced where the image has nice so
 # that they yield the CPU to it. (Rank 0's autoscaler has a container of its own: autoscaler.sh.)
@@ -258,7 +268,7 @@ main() {
     start_worker || status=$?
   fi
   if [[ $stop_requested == true ]]; then status=$STOPPED; fi
-  if [[ -n $restart_step_pid ]]; then kill "$restart_step_pid" 2>/dev/null || true; fi
+  end_restart_step
   if [[ ${MC_TIMED:?} == true ]]; then log "the broker ran for $((SECONDS - started))s"; fi
   export MC_EXIT_STATUS=$status
   run_hook post

@@ -1,7 +1,7 @@
 # shellcheck shell=bash disable=SC2154 # lib.sh's variables
 # The readiness probe (entrypoint.sh --ready), whether this pod's broker has entered its instance's run
-# state (stopping.sh asks too), and whether the probe found it so (broker_up). Sourced by the entrypoint
-# after lib.sh, never run.
+# state (stopping.sh asks too), whether the probe found it so (broker_up), and the wait for that
+# (await_broker). Sourced by the entrypoint after lib.sh, never run.
 
 # The readiness probe. Until the broker is up it asks Flux, and keeps asking for a while (MC_READY_LOOKS
 # times, MC_READY_LOOK apart; also while the broker has not been started yet) before it answers no, so
@@ -37,4 +37,16 @@ broker_up() {
   local ready_pid="" broker=""
   [[ -r $state/ready && -r $state/broker.pid ]] || return 1
   read -r ready_pid <"$state/ready" && read -r broker <"$state/broker.pid" && [[ $ready_pid == "$broker" ]]
+}
+
+# Until this pod's broker answers: the readiness probe found it up or, where no probe runs, its socket
+# is there (looked for once a second). It waits with bash's own read timeout, not a process per look:
+# it runs beside every worker's broker during bring-up.
+await_broker() {
+  local looks=0 idle
+  exec {idle}<> <(:) # nothing is ever written here: a read on it only times out
+  until broker_up || { ((++looks % 5 == 0)) && [[ -S ${local_uri#local://} ]]; }; do
+    read -rt 0.2 -u "$idle" || true
+  done
+  exec {idle}<&-
 }

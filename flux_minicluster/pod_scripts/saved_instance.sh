@@ -59,6 +59,7 @@ start_saved_instance() {
     if [[ -e $saved/content.sqlite ]]; then saved_before=true; fi
     if [[ -f $saved/$MC_STOPPED_QUEUES_FILE ]]; then
       resume_scheduling "$saved" &
+      # shellcheck disable=SC2034 # ended by end_restart_step (entrypoint.sh)
       restart_step_pid=$!
     fi
     status=0 started=$SECONDS tries=$((tries + 1))
@@ -66,8 +67,7 @@ start_saved_instance() {
     # (quorum 1), and each worker rejoins as its broker comes back, as after a worker's restart. Waiting
     # for every worker again held the queue up to a second after a hand-over.
     start_rank0 "$saved_before" || status=$?
-    if [[ -n $restart_step_pid ]]; then kill "$restart_step_pid" 2>/dev/null || true; fi
-    restart_step_pid=""
+    end_restart_step
     if ((status == 0)) && [[ $stop_requested == false ]]; then
       rm -f "$saved/$MC_STOPPED_QUEUES_FILE" # a clean stop saved the queues as they are
     fi

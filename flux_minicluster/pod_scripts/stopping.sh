@@ -9,7 +9,7 @@ on_stop() {
   if [[ $stop_requested == true ]]; then return; fi
   stop_requested=true
   log "told to stop (SIGTERM)${broker_pid:+: stopping the broker}"
-  if [[ -n $restart_step_pid ]]; then kill "$restart_step_pid" 2>/dev/null || true; fi
+  end_restart_step
   [[ -n $broker_pid ]] || return 0
   if ((rank == 0)); then hand_over_rank0; else leave_instance; fi
   kill -TERM "$broker_pid" 2>/dev/null || true

@@ -1,8 +1,8 @@
 # shellcheck shell=bash disable=SC2154 # the entrypoint's variables
 # A worker's broker: the loop that starts it, again and again while rank 0 is replaced
-# (start_worker), and what runs beside each of its brokers: the undrain of its rank (undrain_when_up)
-# and the watch of its link to rank 0 (watch_parent_link). Sourced by entrypoint.sh, whose variables
-# and functions (run_broker, stopping.sh's bounded) it uses.
+# (start_worker), and what runs beside each of its brokers once it answers: the undrain of its rank
+# (undrain_rank) and the watch of its link to rank 0 (watch_parent_link). Sourced by entrypoint.sh, whose
+# variables and functions (run_broker, end_restart_step, readiness.sh's await_broker) it uses.
 
 # Workers run a broker with no program, and Flux's rc1 and rc3 through worker_rc.sh: the same modules
 # without modprobe's Python where that is all Flux would do (MC_WORKER_MODULES: empty where the stack's
@@ -30,11 +30,17 @@ start_worker() {
   if [[ -z $MC_GPU_IDS ]]; then broker=(env HWLOC_COMPONENTS=-linuxio HWLOC_PLUGINS_PATH=/nonexistent "${broker[@]}"); fi
   while :; do
     status=0
-    # At each start: a rank 0 restarted from its last checkpoint may have the drain again.
-    { undrain_when_up; watch_parent_link; } &
+    # At each start (a rank 0 restarted from its last checkpoint may have the drain again), the undrain
+    # beside the watch, not before it: an undrain that cannot reach rank 0 (a network cut just as the
+    # broker came up) tries again until the broker ends, and the watch is what ends a broker that lost
+    # its parent. Behind the undrain, the watch never started, and the broker hung, Ready (found by the
+    # cut-off test on a kary:2 tree, one run in three). The step waits for its undrain, so that ending
+    # the step ends the undrain too.
+    { await_broker; undrain_rank & watch_parent_link; wait; } &
+    # shellcheck disable=SC2034 # ended by end_restart_step (entrypoint.sh)
     restart_step_pid=$!
     run_broker "${broker[@]}" "${options[@]}" || status=$?
-    kill "$restart_step_pid" 2>/dev/null || true
+    end_restart_step
     marked=false
     if [[ -e $rejoin_mark ]]; then
       rm -f "$rejoin_mark"
@@ -131,21 +137,15 @@ kill_broker() {
 # its own pod stopped (leave_instance): undrained once this broker answers, unless it was drained for
 # another reason since. Run beside each of a worker's brokers (a rank 0 restarted from its last
 # checkpoint may hold the drain again); the mark is read with a C command, and Python's `flux resource`
-# runs only where there is one. It runs during bring-up, beside every worker's broker, so it asks Flux
-# nothing until the broker is up: the readiness probe finds that out first; where no probe runs, it asks
-# once a second once the broker's socket is there. It waits with bash's own read timeout, not a process
-# per look.
-undrain_when_up() {
+# runs only where there is one. Where no readiness probe runs, the broker's socket is there before it
+# is in its instance, and the read fails until it is.
+undrain_rank() {
   local -x FLUX_URI=$local_uri
-  local mark note said reason looks=0 idle
+  local mark note said reason
   mark=$(drain_mark)
-  exec {idle}<> <(:) # nothing is ever written here: a read on it only times out
-  while :; do
-    if broker_up || { ((++looks % 5 == 0)) && [[ -S ${local_uri#local://} ]]; }; then
-      if said=$("$flux" kvs get "$mark" 2>&1); then break; fi
-      if [[ $said == *"$mark: No such file or directory"* ]]; then return 0; fi
-    fi
-    read -rt 0.2 -u "$idle" || true
+  until said=$("$flux" kvs get "$mark" 2>&1); do
+    if [[ $said == *"$mark: No such file or directory"* ]]; then return 0; fi
+    pause 0.2
   done
   note=${MC_NODE_STOP_NOTE//\{rank\}/$said} # the mark names the rank whose pod stopped
   reason=$("$flux" resource drain -n -i "$rank" -o '{reason}') || return 1
@@ -157,7 +157,7 @@ undrain_when_up() {
 }
 
 # The KVS key of the drain mark of rank $1 (default: this one): written by a worker that leaves the
-# instance (leave_instance, stopping.sh), read by the rank's next broker (undrain_when_up).
+# instance (leave_instance, stopping.sh), read by the rank's next broker (undrain_rank).
 drain_mark() {
   printf '%s.%s' "${MC_DRAIN_MARKS:?}" "${1:-$rank}"
 }
