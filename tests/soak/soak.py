@@ -33,14 +33,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import random
-import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections import Counter
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from flux_minicluster.builders.manifests import LOCAL_URI
@@ -48,6 +45,7 @@ from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.kubelet.pod import Pod, wait_until
 from tests.kubelet.pods import Kubelet
+from tests.soak.records import Fault, Outcome, Submitted, report
 
 SIZE = 4
 CHECKPOINT_PERIOD = 2.0
@@ -59,46 +57,6 @@ VIEWS = (["resource", "status"], ["jobs", "-a"], ["queue", "status"], ["overlay"
 """What a failed recovery prints of rank 0's view, its log last."""
 
 
-@dataclass
-class Submitted:
-    job: str
-    at: float
-
-
-@dataclass
-class Fault:
-    kind: str
-    ranks: tuple[int, ...]
-    at: float
-    ended: float = 0.0
-    """When the fault was over: the pods stopped, or the link back up."""
-    whole_after: float = 0.0
-    """Seconds from the fault's end to every rank up again (each pod's readiness: its broker in the instance)."""
-    moving_after: float = 0.0
-    """Seconds from the fault's end to a new job's end (the queue moving again)."""
-    drained: str = ""
-    """Ranks Flux held drained once the queue moved (`flux resource drain`): none, or a rank lost for good."""
-
-
-@dataclass
-class Outcome:
-    submitted: list[Submitted]
-    ended: dict[str, str]
-    """Job -> its result, with Flux's exception for one that did not complete."""
-    faults: list[Fault]
-    refused: int
-    """Submissions the instance did not take (rank 0 away): never accepted, so never lost."""
-    lost: list[Submitted] = field(default_factory=list)
-    active: list[str] = field(default_factory=list)
-
-    def lost_beyond_the_bound(self) -> list[Submitted]:
-        """Lost jobs the contract does not allow: not submitted within a checkpoint period before a
-        `rank 0 killed` fault (nor while its replacement came up)."""
-        windows = [(f.at - CHECKPOINT_PERIOD, f.ended + f.whole_after) for f in self.faults if "killed" in f.kind
-                   and 0 in f.ranks]  # fmt: skip
-        return [job for job in self.lost if not any(start <= job.at <= end for start, end in windows)]
-
-
 class Soak:
     def __init__(self, directory: Path, seed: int, interval: float = 0.3, topology: str | None = None) -> None:
         overrides = {"command": None, "size": SIZE, "stateVolume": STATE, "backoffLimit": 100, "topology": topology}
@@ -107,7 +65,7 @@ class Soak:
         self.jobs_rng, self.faults_rng = random.Random(seed), random.Random(seed + 1)
         self.interval = interval
         self.submitted: list[Submitted] = []
-        self.refused = 0
+        self.refused = self.unanswered = 0
         self.stopping = threading.Event()
         self.submitter = threading.Thread(target=self._submit_stream, daemon=True)
         self.controller = threading.Thread(target=self._replace_failed_pods, daemon=True)
@@ -145,7 +103,10 @@ class Soak:
             except (RuntimeError, subprocess.TimeoutExpired):
                 self.refused += 1  # rank 0 away: the submission failed, and said so
             else:
-                self.submitted.append(Submitted(job, time.time()))
+                if job:
+                    self.submitted.append(Submitted(job, time.time()))
+                else:
+                    self.unanswered += 1
             self.stopping.wait(self.interval)
 
     def rank0(self) -> Pod:
@@ -238,39 +199,11 @@ class Soak:
         for line in listing.splitlines():
             job, result, kind, note = line.split("|", 3)
             ended[job] = result if result == "COMPLETED" else f"{result} ({kind}: {note})"
-        outcome = Outcome(self.submitted, ended, faults, self.refused)
+        outcome = Outcome(self.submitted, ended, faults, self.refused, self.unanswered, CHECKPOINT_PERIOD)
         active = set(still())
         outcome.active = [job.job for job in self.submitted if job.job in active]
         outcome.lost = [job for job in self.submitted if job.job not in ended and job.job not in active]
         return outcome
-
-
-def report(outcome: Outcome) -> str:
-    results = Counter(outcome.ended.get(job.job, "") for job in outcome.submitted)
-    kinds = Counter(fault.kind for fault in outcome.faults)
-    lines = [
-        f"faults: {len(outcome.faults)} ({', '.join(f'{kind} {count}' for kind, count in kinds.items())})",
-        f"jobs submitted: {len(outcome.submitted)} (and {outcome.refused} submissions refused while rank 0 was away)",
-        f"completed: {results['COMPLETED']}",
-        *[f"{result}: {count}" for result, count in sorted(results.items()) if result not in ("COMPLETED", "")],
-        f"still active at the end: {len(outcome.active)}",
-        f"lost: {len(outcome.lost)}, of which beyond the bound: {len(outcome.lost_beyond_the_bound())}",
-        f"ranks left drained after a fault: {sum(1 for fault in outcome.faults if fault.drained)}",
-    ]  # fmt: skip
-    for job in outcome.lost:
-        near = min(outcome.faults, key=lambda fault: abs(fault.at - job.at))
-        lines.append(f"lost {job.job}: submitted {job.at - near.at:+.1f}s from {near.kind} {near.ranks}")
-    for kind in FAULTS:
-        timed = [f for f in outcome.faults if f.kind == kind]
-        if timed:
-            whole = [f.whole_after for f in timed]
-            moving = [f.moving_after for f in timed]
-            lines.append(f"{kind}: whole again {spread(whole)}, queue moving {spread(moving)} (min / median / max)")
-    return "\n".join(lines)
-
-
-def spread(values: list[float]) -> str:
-    return f"{min(values):.1f} / {statistics.median(values):.1f} / {max(values):.1f} s"
 
 
 def schedule(seed: int, count: int) -> list[str]:
