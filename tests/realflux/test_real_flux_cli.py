@@ -3,6 +3,8 @@ and the soak rely on it: where flux-core changes it, this fails, and what relies
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -34,7 +36,9 @@ def test_a_submission_in_flight_when_its_broker_stops_exits_0_and_prints_no_job_
     validator.chmod(0o755)
     uri = f"local://{tmp_path}/local"
     env = flux_env({"FLUX_URI": uri, "FLUX_EXEC_PATH_PREPEND": str(tmp_path)})
-    broker = subprocess.Popen([str(FLUX), "start", f"-Slocal-uri={uri}", "sleep", "inf"], env=env,
+    program = tmp_path / "program.pid"  # the instance's initial program outlives a killed broker
+    initial_program = ["bash", "-c", f"echo $$ >{program}; exec sleep inf"]
+    broker = subprocess.Popen([str(FLUX), "start", f"-Slocal-uri={uri}", *initial_program], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
         up = [str(FLUX), "queue", "status"]
@@ -48,3 +52,5 @@ def test_a_submission_in_flight_when_its_broker_stops_exits_0_and_prints_no_job_
     finally:
         broker.kill()
         broker.wait()
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            os.kill(int(program.read_text()), signal.SIGKILL)
