@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import gc
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import pytest
@@ -23,6 +25,17 @@ def config(**overrides: Any) -> dict[str, Any]:
     """The base config with overrides; an override of None removes the key."""
     merged = {**BASE_CONFIG, **overrides}
     return {key: value for key, value in merged.items() if value is not None}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """SIGTERM (a CI job cancelled, `timeout`) ends the run as Ctrl-C does, and pytest tears down what the
+    tests made: Python's own way, an exit on the spot, left the test kubelet's pods, their brokers and
+    network namespaces running."""
+    signal.signal(signal.SIGTERM, interrupted)
+
+
+def interrupted(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
 
 
 @pytest.fixture
