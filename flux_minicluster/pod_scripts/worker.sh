@@ -137,8 +137,9 @@ kill_broker() {
 # its own pod stopped (leave_instance): undrained once this broker answers, unless it was drained for
 # another reason since. Run beside each of a worker's brokers (a rank 0 restarted from its last
 # checkpoint may hold the drain again); the mark is read with a C command, and Python's `flux resource`
-# runs only where there is one. Where no readiness probe runs, the broker's socket is there before it
-# is in its instance, and the read fails until it is.
+# runs only where there is one. The read of the mark is tried again until it gets an answer: where no
+# readiness probe runs, the broker's socket is there before it is in its instance; and rank 0 may be out
+# of reach (a cut), until the broker ends.
 undrain_rank() {
   local -x FLUX_URI=$local_uri
   local mark note said reason
