@@ -61,6 +61,13 @@ restore_view_software() {
   fi
 }
 
+# A wait of $1 seconds with bash's own read timeout, not a process: for the loops that run beside every
+# broker. The descriptor is opened once per shell, and nothing is ever written to it.
+nap() {
+  if [[ -z ${nap_idle-} ]]; then exec {nap_idle}<> <(:); fi
+  read -rt "$1" -u "$nap_idle" || true
+}
+
 # A sleep that SIGTERM cuts short.
 pause() {
   local pid

@@ -40,13 +40,9 @@ broker_up() {
 }
 
 # Until this pod's broker answers: the readiness probe found it up or, where no probe runs, its socket
-# is there (looked for once a second). It waits with bash's own read timeout, not a process per look:
-# it runs beside every worker's broker during bring-up.
+# is there (looked for once a second). It waits with lib.sh's nap, not a process per look: it runs beside
+# every worker's broker during bring-up.
 await_broker() {
-  local looks=0 idle
-  exec {idle}<> <(:) # nothing is ever written here: a read on it only times out
-  until broker_up || { ((++looks % 5 == 0)) && [[ -S ${local_uri#local://} ]]; }; do
-    read -rt 0.2 -u "$idle" || true
-  done
-  exec {idle}<&-
+  local looks=0
+  until broker_up || { ((++looks % 5 == 0)) && [[ -S ${local_uri#local://} ]]; }; do nap 0.2; done
 }

@@ -14,20 +14,19 @@ statedir() {
 
 # The queues the previous rank 0 stopped when it handed over start again once this broker is up (its
 # job manager has restored the saved queue by then). It waits for that without a process per look:
-# bash's read timeout until the broker's socket is there, then Flux's C `flux dmesg` (the readiness
+# lib.sh's nap until the broker's socket is there, then Flux's C `flux dmesg` (the readiness
 # probe's own test), every 0.1 s; `flux queue start`, a Python command, runs only then. The note stays:
 # Flux saves the queues' state with the instance only when the broker stops cleanly, so a broker
 # killed later restarts with them stopped again, and its replacement must start them too. The next
 # clean stop replaces the note (a hand-over) or removes it (anything else).
 resume_scheduling() {
-  local noted=$1/$MC_STOPPED_QUEUES_FILE queue idle deadline=$((SECONDS + ${MC_QUEUE_RESUME_WAIT:?}))
+  local noted=$1/$MC_STOPPED_QUEUES_FILE queue deadline=$((SECONDS + ${MC_QUEUE_RESUME_WAIT:?}))
   local -a queues
   local -x FLUX_URI=$local_uri
   mapfile -t queues <"$noted"
-  exec {idle}<> <(:) # nothing is ever written here: a read on it only times out
   until [[ -S ${local_uri#local://} ]] && { broker_up || in_run_state; }; do
     if ((SECONDS >= deadline)); then break; fi
-    read -rt "${MC_READY_LOOK:?}" -u "$idle" || true
+    nap "${MC_READY_LOOK:?}"
   done
   for queue in "${queues[@]}"; do
     until "$flux" queue start --quiet ${queue:+"$queue"} 2>/dev/null; do
@@ -35,7 +34,7 @@ resume_scheduling() {
         log "could not start scheduling again within ${MC_QUEUE_RESUME_WAIT}s: run 'flux queue start'"
         return 1
       fi
-      read -rt 1 -u "$idle" || true
+      nap 1
     done
   done
   log "scheduling started again: the previous rank 0 had stopped it when its pod went away"

@@ -146,7 +146,8 @@ undrain_rank() {
   mark=$(drain_mark)
   until said=$("$flux" kvs get "$mark" 2>&1); do
     if [[ $said == *"$mark: No such file or directory"* ]]; then return 0; fi
-    pause 0.2
+    nap 0.2
+    await_broker # asks again every 0.2 s once the probe found the broker up, else once a second
   done
   note=${MC_NODE_STOP_NOTE//\{rank\}/$said} # the mark names the rank whose pod stopped
   reason=$("$flux" resource drain -n -i "$rank" -o '{reason}') || return 1
