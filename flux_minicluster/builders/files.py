@@ -79,13 +79,19 @@ def tbon_table(spec: MiniClusterSpec) -> dict[str, str | int]:
     return tbon
 
 
+def worker_rc(spec: MiniClusterSpec) -> bool:
+    """Whether a worker's rc1 and rc3 are worker_rc.sh: everywhere but where the stack's broker attributes
+    name an rc of their own, which then runs as it is."""
+    return not {"broker.rc1_path", "broker.rc3_path"} & spec.broker_attributes.keys()
+
+
 def worker_modules(spec: MiniClusterSpec) -> tuple[str, ...]:
     """The modules a worker's own rc loads (worker_rc.sh): none, so that Flux's own rc runs, where the
     stack could change Flux's plan for a worker: a brokerConfig with a [modules] or [systemd] table (the
-    modules' options, systemd's modules), or broker attributes that name an rc of their own."""
+    modules' options, systemd's modules), or an rc of its own (worker_rc)."""
     if spec.broker_config is not None and {"modules", "systemd"} & tomllib.loads(spec.broker_config).keys():
         return ()
-    if {"broker.rc1_path", "broker.rc3_path"} & spec.broker_attributes.keys():
+    if not worker_rc(spec):
         return ()
     return lifecycle.WORKER_MODULES
 
@@ -170,6 +176,7 @@ def script_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_HOSTLIST": hostlist(spec),
         "MC_LOG_LEVEL": spec.log_level,
         "MC_WORKER_RETRIES": spec.worker_retries,
+        "MC_WORKER_RC": worker_rc(spec),
         "MC_WORKER_MODULES": " ".join(worker_modules(spec)),
         "MC_WORKER_RC_FLUX": lifecycle.WORKER_RC_FLUX,
         "MC_BROKER_CONFIG_DIR": paths.BROKER_CONFIG_DIR,

@@ -4,9 +4,9 @@
 # (undrain_rank) and the watch of its link to rank 0 (watch_parent_link). Sourced by entrypoint.sh, whose
 # variables and functions (run_broker, end_restart_step, readiness.sh's await_broker) it uses.
 
-# Workers run a broker with no program, and Flux's rc1 and rc3 through worker_rc.sh: the same modules
-# without modprobe's Python where that is all Flux would do (MC_WORKER_MODULES: empty where the stack's
-# broker config could change it). Where R lists no GPUs, a worker's broker scans its node without
+# Workers run a broker with no program, and Flux's rc1 and rc3 through worker_rc.sh (MC_WORKER_RC: unless
+# the stack names an rc of its own): the same modules without modprobe's Python where that is all Flux
+# would do (MC_WORKER_MODULES: empty where the stack's broker config could change it). Where R lists no GPUs, a worker's broker scans its node without
 # hwloc's I/O discovery (the PCI, OpenCL and GL plugins, linuxio's devices): most of its topology scan,
 # on every worker's way into the instance, and nothing there uses it (R comes from rank 0; a child
 # instance checks only cores against it). Its jobs' tasks get their submitters' environment, not the
@@ -24,7 +24,7 @@ start_worker() {
   local -a options broker=("$flux" start)
   local attempt=1 delay=1 status rejoin_until=0 marked rejoin_wait=${MC_REJOIN_WAIT:?}
   broker_options options
-  if [[ -n ${MC_WORKER_MODULES?} ]]; then
+  if [[ ${MC_WORKER_RC:?} == true ]]; then
     options+=("-Sbroker.rc1_path=bash $run_config/worker_rc.sh 1" "-Sbroker.rc3_path=bash $run_config/worker_rc.sh 3")
   fi
   if [[ -z $MC_GPU_IDS ]]; then broker=(env HWLOC_COMPONENTS=-linuxio HWLOC_PLUGINS_PATH=/nonexistent "${broker[@]}"); fi

@@ -11,8 +11,8 @@
 # The short way is taken only where it is exactly what modprobe would do there: Flux of the version whose
 # plan MC_WORKER_MODULES is (MC_WORKER_RC_FLUX; the Job sets both, empty where the stack's broker config
 # could change the plan), rc paths that are Flux's modprobe, and no module table, rc script or search
-# path beyond Flux's own. Anywhere else this runs Flux's own rc. Its rc3 first asks whether rank 0 is
-# still there (mark_if_rank0_is_gone).
+# path beyond Flux's own. Anywhere else this runs Flux's own rc. Either way, its rc3 first asks whether
+# rank 0 is still there (mark_if_rank0_is_gone), and its rc1 ends by reading the KVS (hold_kvs_root).
 
 set -euo pipefail
 level=${1:?usage: worker_rc.sh 1|3}
@@ -25,7 +25,7 @@ flux_own() {
   local -a own
   read -ra own <<<"$own_rc"
   if [[ ${own[0]} == flux ]]; then own[0]=$flux; fi
-  exec "${own[@]}"
+  "${own[@]}"
 }
 
 # Files that would add to modprobe's plan or run as rc scripts (nullglob: none is an empty list).
@@ -72,10 +72,23 @@ mark_if_rank0_is_gone() {
   if ((status != 0 && status != 124)); then touch "${MC_REJOIN_MARK:?}"; fi # 124: timeout's, no answer
 }
 
+# A worker's KVS takes the primary namespace's root from the broker above it when it is first asked, and
+# only then listens for the commits that change it (flux-core 0.88's kvs module): a commit that lands in
+# between is missed, and this rank reads the older root until the next commit
+# (tests/realflux/test_real_flux_kvs.py). Asked here, the first time is before this rank is online, so
+# before any job can run on it: asked first by the undrain (worker.sh) just as rank 0 started a batch
+# job, the commit missed was the one of the job's R, and the job's shell on this rank failed, not
+# finding it. A worker whose site's module table loads no KVS has none to hold.
+hold_kvs_root() {
+  "$flux" kvs version >/dev/null 2>&1 || :
+}
+
 if ((level == 3)); then mark_if_rank0_is_gone; fi
-if ! short_way_applies; then flux_own; fi
-if ((level == 1)); then
+if ! short_way_applies; then
+  flux_own
+elif ((level == 1)); then
   for module in "${modules[@]}"; do "$flux" module load "$module"; done
 else
   for ((i = ${#modules[@]} - 1; i >= 0; i--)); do "$flux" module remove -f "${modules[i]}"; done
 fi
+if ((level == 1)); then hold_kvs_root; fi

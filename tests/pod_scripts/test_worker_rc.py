@@ -17,6 +17,8 @@ from tests.pods import Pods
 
 PING = "ping --count=1 0"
 """How rc3 asks whether rank 0 is still there (worker_rc.sh, mark_if_rank0_is_gone)."""
+KVS_READ = "kvs version"
+"""How rc1 makes the worker's KVS take its root (worker_rc.sh, hold_kvs_root)."""
 FLUX_0_88 = "commands:    \t\t0.88.0\nlibflux-core:\t\t0.88.0\nbroker:  \t\t0.88.0\n"
 
 
@@ -28,6 +30,7 @@ class InstalledFlux:
     version: str = FLUX_0_88
     rc_path: str = "flux modprobe rc{level}"
     failing_module: str = ""
+    failing_command: str = ""
     ping_status: int = 0
 
     def install(self) -> Path:
@@ -47,6 +50,7 @@ class InstalledFlux:
             f'  "module load {self.failing_module}") exit 1 ;;\n'
             f'  "ping --count=1 0") exit {self.ping_status} ;;\n'
             "esac\n"
+            f'if [[ "$*" == "{self.failing_command}" ]]; then exit 3; fi\n'
         )
         flux.chmod(0o755)
         return flux
@@ -77,7 +81,27 @@ def loads(*modules: str) -> list[str]:
 def test_rc1_loads_the_modules_of_flux_own_plan_for_a_worker_in_order(tmp_path: Path) -> None:
     flux = InstalledFlux(tmp_path / "flux")
     assert run_rc(tmp_path, 1, flux) == 0
-    assert flux.calls() == loads("heartbeat", "content", "kvs", "kvs-watch", "resource", "job-info", "job-ingest")
+    expected = loads("heartbeat", "content", "kvs", "kvs-watch", "resource", "job-info", "job-ingest")
+    assert flux.calls()[:-1] == expected
+
+
+def test_rc1_ends_by_reading_the_kvs_so_that_the_worker_holds_its_root_before_it_is_online(tmp_path: Path) -> None:
+    """Why, on real Flux: tests/realflux/test_real_flux_kvs.py."""
+    flux = InstalledFlux(tmp_path / "flux")
+    assert run_rc(tmp_path, 1, flux) == 0
+    assert flux.calls()[-1] == KVS_READ
+
+
+def test_rc1_reads_the_kvs_after_flux_own_rc1_too(tmp_path: Path) -> None:
+    flux = InstalledFlux(tmp_path / "flux")
+    assert run_rc(tmp_path, 1, flux, {"MC_WORKER_MODULES": ""}) == 0
+    assert flux.calls() == ["modprobe rc1", KVS_READ]
+
+
+def test_rc1_goes_on_where_the_worker_has_no_kvs(tmp_path: Path) -> None:
+    """A site's module table may load none on a worker: there is no root to hold then."""
+    flux = InstalledFlux(tmp_path / "flux", failing_command=KVS_READ)
+    assert run_rc(tmp_path, 1, flux) == 0
 
 
 def test_rc3_removes_them_in_reverse_once_it_has_found_rank0(tmp_path: Path) -> None:
@@ -112,18 +136,24 @@ def test_rc1_asks_nothing_of_rank0(tmp_path: Path) -> None:
 def test_a_module_that_fails_to_load_fails_rc1_and_stops_it_there(tmp_path: Path) -> None:
     flux = InstalledFlux(tmp_path / "flux", failing_module="kvs")
     assert run_rc(tmp_path, 1, flux) != 0
-    assert flux.calls() == loads("heartbeat", "content", "kvs")
+    assert flux.calls() == loads("heartbeat", "content", "kvs")  # nor does it read the KVS
 
 
 def test_another_flux_version_runs_flux_own_rc(tmp_path: Path) -> None:
     flux = InstalledFlux(tmp_path / "flux", version=FLUX_0_88.replace("0.88.0", "0.89.0"))
-    assert run_rc(tmp_path, 1, flux) == 0
-    assert flux.calls() == ["modprobe rc1"]
+    assert run_rc(tmp_path, 3, flux, {"MC_REJOIN_MARK": str(tmp_path / "rejoin")}) == 0
+    assert flux.calls() == [PING, "modprobe rc3"]
 
 
 def test_flux_own_rc_runs_through_the_pods_flux_where_path_has_none(tmp_path: Path) -> None:
     flux = InstalledFlux(tmp_path / "flux", version=FLUX_0_88.replace("0.88.0", "0.89.0"))
     assert run_rc(tmp_path, 1, flux, {"PATH": "/usr/bin:/bin"}) == 0
+    assert flux.calls() == ["modprobe rc1", KVS_READ]
+
+
+def test_a_failing_flux_own_rc_fails_the_rc_with_its_status(tmp_path: Path) -> None:
+    flux = InstalledFlux(tmp_path / "flux", failing_command="modprobe rc1")
+    assert run_rc(tmp_path, 1, flux, {"MC_WORKER_MODULES": ""}) == 3
     assert flux.calls() == ["modprobe rc1"]
 
 
@@ -152,7 +182,7 @@ def test_a_module_table_or_rc_script_beyond_flux_own_runs_flux_own_rc(tmp_path: 
     (flux.prefix / addition).parent.mkdir(parents=True, exist_ok=True)
     (flux.prefix / addition).write_text("")
     assert run_rc(tmp_path, 1, flux) == 0
-    assert flux.calls() == ["modprobe rc1"]
+    assert flux.calls() == ["modprobe rc1", KVS_READ]
 
 
 @pytest.mark.parametrize(
@@ -163,16 +193,42 @@ def test_a_module_table_or_rc_script_beyond_flux_own_runs_flux_own_rc(tmp_path: 
 def test_a_search_path_of_the_environments_runs_flux_own_rc(tmp_path: Path, variable: str) -> None:
     flux = InstalledFlux(tmp_path / "flux")
     assert run_rc(tmp_path, 1, flux, {variable: str(tmp_path)}) == 0
-    assert flux.calls() == ["modprobe rc1"]
+    assert flux.calls() == ["modprobe rc1", KVS_READ]
 
 
 def test_no_modules_from_the_job_runs_flux_own_rc(tmp_path: Path) -> None:
     flux = InstalledFlux(tmp_path / "flux")
-    assert run_rc(tmp_path, 1, flux, {"MC_WORKER_MODULES": ""}) == 0
-    assert flux.calls() == ["modprobe rc1"]
+    assert run_rc(tmp_path, 3, flux, {"MC_WORKER_MODULES": "", "MC_REJOIN_MARK": str(tmp_path / "rejoin")}) == 0
+    assert flux.calls() == [PING, "modprobe rc3"]
 
 
-# -- when the Job gives the modules ------------------------------------------------------------------
+# -- what the Job gives a worker ---------------------------------------------------------------------
+
+
+def worker_rc_options(pods: Pods) -> list[str]:
+    """The rc attributes a worker's entrypoint gives its broker."""
+    run = pods.run(1)
+    assert run.status == 0
+    return [option for option in run.start if option.startswith(("-Sbroker.rc1_path", "-Sbroker.rc3_path"))]
+
+
+def test_a_worker_runs_worker_rc_by_default(tmp_path: Path) -> None:
+    pods = Pods(tmp_path)
+    assert worker_rc_options(pods) == [f"-Sbroker.rc{n}_path=bash {pods.run_dir}/worker_rc.sh {n}" for n in (1, 3)]
+
+
+def test_a_worker_runs_worker_rc_where_a_broker_config_with_modules_sends_it_flux_own(tmp_path: Path) -> None:
+    """Flux's own rc then, through worker_rc.sh: its rc3 still marks the worker to rejoin, its rc1 still
+    holds the KVS root."""
+    (tmp_path / "plain").mkdir()
+    config = f"{files.broker_toml(Pods(tmp_path / 'plain').spec)}\n[modules.resource]\nnoverify = true\n"
+    pods = Pods(tmp_path, brokerConfig=config)
+    assert worker_rc_options(pods) == [f"-Sbroker.rc{n}_path=bash {pods.run_dir}/worker_rc.sh {n}" for n in (1, 3)]
+
+
+def test_a_worker_runs_the_rc_its_broker_attributes_name(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, brokerAttributes={"broker.rc1_path": "/site/rc1"})
+    assert worker_rc_options(pods) == ["-Sbroker.rc1_path=/site/rc1"]
 
 
 def test_the_job_gives_flux_plan_for_a_worker_by_default(tmp_path: Path) -> None:
