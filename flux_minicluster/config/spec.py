@@ -166,10 +166,11 @@ class MiniClusterSpec(ContainerSettings):
     queue_policy: QueuePolicy | None = None
     """Fluxion's queue policy (sched-fluxion-qmanager queue-policy). Default: Flux's (fcfs)."""
     broker_attributes: BrokerAttributes = Field(default_factory=dict)
-    """Extra broker attributes, each passed as -Skey=value."""
+    """Extra broker attributes, each passed as -Skey=value. A broker.rc1_path or broker.rc3_path runs
+    instead of the workers' own rc (worker_rc.sh), without what it adds to Flux's (docs/lost-pods.md)."""
     broker_config: BrokerToml | None = None
     """A complete broker.toml used instead of the generated one (flux-operator-settings.md says what it must keep).
-    With a [modules] or [systemd] table the workers run Flux's own rc1 and rc3 (worker_rc.sh)."""
+    With a [modules] or [systemd] table the workers run Flux's own rc1 and rc3, inside worker_rc.sh."""
     option_flags: ShellWords | None = None
     """Flux option flags in one string, e.g. "-ompi=openmpi@5", or a YAML list of its words; added to
     submit (and the RESTful API)."""
