@@ -6,20 +6,20 @@
 
 # Workers run a broker with no program, and Flux's rc1 and rc3 through worker_rc.sh (MC_WORKER_RC: unless
 # the stack names an rc of its own): the same modules without modprobe's Python where that is all Flux
-# would do (MC_WORKER_MODULES: empty where the stack's broker config could change it). Where R lists no GPUs, a worker's broker scans its node without
-# hwloc's I/O discovery (the PCI, OpenCL and GL plugins, linuxio's devices): most of its topology scan,
-# on every worker's way into the instance, and nothing there uses it (R comes from rank 0; a child
-# instance checks only cores against it). Its jobs' tasks get their submitters' environment, not the
-# broker's. A worker that starts before rank 0 is reachable may exit early: retry with a short, bounded
-# backoff. Exit 0 means the instance shut down, which ends this pod's work, unless it was marked to
-# rejoin: by rank 0 as its pod stopped, or by the worker above it in Flux's tree, whose stop takes it
-# down too (stopping.sh). The mark is for the broker that was running when it was written, and is taken
-# when that broker ends, however it ends: a rank 0 killed in its hand-over marks the workers and never
-# stops them, and a mark kept past that would make the worker rejoin when the replacement's instance
-# shuts down for good. A broker that had joined and then fails lost its rank 0 (killed; or silent for
-# [heartbeat] timeout). Either way, it starts again at once, with a fresh budget, and does not give up
-# for MC_REJOIN_WAIT seconds, however many tries it takes, while the replacement comes (after the Job
-# controller's back-off, which grows with each lost pod).
+# would do (MC_WORKER_MODULES: empty where the stack's broker config could change it). Where R lists no
+# GPUs, a worker's broker scans its node without hwloc's I/O discovery (the PCI, OpenCL and GL plugins,
+# linuxio's devices): most of its topology scan, on every worker's way into the instance, and nothing
+# there uses it (R comes from rank 0; a child instance checks only cores against it). Its jobs' tasks get
+# their submitters' environment, not the broker's. A worker that starts before rank 0 is reachable may
+# exit early: retry with a short, bounded backoff. Exit 0 means the instance shut down, which ends this
+# pod's work, unless it was marked to rejoin: by rank 0 as its pod stopped, or by the worker above it in
+# Flux's tree, whose stop takes it down too (stopping.sh). The mark is for the broker that was running
+# when it was written, and is taken when that broker ends, however it ends: a rank 0 killed in its
+# hand-over marks the workers and never stops them, and a mark kept past that would make the worker rejoin
+# when the replacement's instance shuts down for good. A broker that had joined and then fails lost its
+# rank 0 (killed; or silent for [heartbeat] timeout). Either way, it starts again at once, with a fresh
+# budget, and does not give up for MC_REJOIN_WAIT seconds, however many tries it takes, while the
+# replacement comes (after the Job controller's back-off, which grows with each lost pod).
 start_worker() {
   local -a options broker=("$flux" start)
   local attempt=1 delay=1 status rejoin_until=0 marked rejoin_wait=${MC_REJOIN_WAIT:?}

@@ -25,16 +25,37 @@ def module_names(listing: str) -> list[str]:
     return sorted(line.split()[0] for line in listing.splitlines()[1:])
 
 
-def test_a_workers_broker_has_the_modules_flux_own_rc1_gives_a_worker(minicluster: Make) -> None:
-    cluster = minicluster(size=2, command=None)
-    rank0, worker = cluster.start_all()
-    wait_until(lambda: rank0.ready() and worker.ready(), "both brokers to be up", 30)
+def flux_start_s2_worker_modules() -> str:
+    """`flux module list` on rank 1 of Flux's own `flux start -s 2`."""
     floor = subprocess.run(
         [str(FLUX), "start", "-s", "2", "flux", "exec", "-r", "1", "flux", "module", "list"],
         capture_output=True, text=True, timeout=60, check=True, env=flux_env({}),
     )  # fmt: skip
+    return floor.stdout
+
+
+def test_a_workers_broker_has_the_modules_flux_own_rc1_gives_a_worker(minicluster: Make) -> None:
+    cluster = minicluster(size=2, command=None)
+    rank0, worker = cluster.start_all()
+    wait_until(lambda: rank0.ready() and worker.ready(), "both brokers to be up", 30)
     assert worker.flux("getattr", "broker.rc1_path").split()[-2:] == [f"{paths.RUN_CONFIG_DIR}/worker_rc.sh", "1"]
-    assert module_names(worker.flux("module", "list")) == module_names(floor.stdout)
+    assert module_names(worker.flux("module", "list")) == module_names(flux_start_s2_worker_modules())
+
+
+def test_a_worker_sent_flux_own_way_by_a_modules_table_runs_it_inside_worker_rc(minicluster: Make) -> None:
+    """Flux's own rc1 and rc3 (modprobe), run by worker_rc.sh rather than in its place: the same modules,
+    and a clean shutdown."""
+    plain = files.broker_toml(minicluster(size=2, command=None).spec)
+    cluster = minicluster(
+        size=2, command=None, brokerConfig=f'{plain}\n[modules.alternatives]\nsched = "sched-simple"\n'
+    )
+    rank0, worker = cluster.start_all()
+    wait_until(lambda: rank0.ready() and worker.ready(), "both brokers to be up", 30)
+    assert worker.flux("getattr", "broker.rc1_path").split()[-2:] == [f"{paths.RUN_CONFIG_DIR}/worker_rc.sh", "1"]
+    assert module_names(worker.flux("module", "list")) == module_names(flux_start_s2_worker_modules())
+    rank0.flux("shutdown", "--quiet", timeout=60)
+    assert (rank0.wait(timeout=60), worker.wait(timeout=60)) == (0, 0)
+    assert "Exited (rc=0)" in worker.log.split("rc3.0: bash")[1].splitlines()[0]
 
 
 def test_the_instance_shuts_down_cleanly_through_the_workers_rc3(minicluster: Make) -> None:
