@@ -45,12 +45,18 @@ class KubernetesObject(pulumi.CustomResource):
         defaults = _utilities.get_resource_opts_defaults()
         defaults.additional_secret_outputs = secret_fields
         opts = pulumi.ResourceOptions.merge(defaults, opts)
+        self._given_name: str | None = manifest["metadata"].get("name")
         super().__init__(resource_type(manifest["apiVersion"], kind), resource_name, inputs, opts)
 
     @property
     def name(self) -> pulumi.Output[str]:
-        """The object's name: the manifest's, or the one the provider gave it (auto-named)."""
-        return self.metadata.apply(lambda metadata: metadata["name"])
+        """The object's name, once the provider has made it: the manifest's (the Job's, a Service's), else
+        the one the provider gave it (auto-named). A manifest's name is not read back: pulumi-kubernetes
+        previews the replacement of an object that keeps its name with a dry run under a made-up name
+        ("retrying with name"), which the update never uses, and a preview showed the Job renamed, in
+        the outputs and in what takes its name (the Scale, shown replaced where the update updates it)."""
+        given = self._given_name
+        return self.metadata.apply(lambda metadata: given or metadata["name"])
 
     @property
     def namespace(self) -> pulumi.Output[str]:

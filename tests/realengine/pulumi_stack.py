@@ -142,6 +142,12 @@ class Stack:
     def preview(self) -> subprocess.CompletedProcess[str]:
         return self.pulumi("preview", "--diff")
 
+    def preview_steps(self) -> dict[str, dict[str, Any]]:
+        """What `pulumi preview` says it would do, by resource name: each step as `--json` tells it (its
+        `op`, and the resource's `oldState` and `newState`)."""
+        steps = json.loads(self.pulumi("preview", "--json").stdout)["steps"]
+        return {step["urn"].rsplit("::", 1)[1]: step for step in steps}
+
     def destroy(self) -> subprocess.CompletedProcess[str]:
         return self.pulumi("destroy", "--yes", "--skip-preview")
 

@@ -51,6 +51,17 @@ def test_a_new_image_replaces_the_job_and_its_pods_run_in_it(persistent: StackOn
     assert images(persistent) == {NEW_IMAGE}
 
 
+def test_a_preview_of_the_replacement_shows_the_job_keeping_its_name(persistent: StackOnRealNode) -> None:
+    """pulumi-kubernetes previews the replacement of an object that keeps its name with a dry run under a
+    made-up one. The preview shows what the update does all the same: the Scale, which takes the Job's
+    name, is updated for the new Job (its uid), not replaced, and no output changes."""
+    new_image(persistent)
+    steps = persistent.stack.preview_steps()
+    job, scale = steps[f"{persistent.name}-job"], steps[f"{persistent.name}-size"]
+    assert (job["op"], scale["op"], scale["newState"]["inputs"]["job"]) == ("replace", "update", persistent.name)
+    assert "jobName" not in persistent.stack.preview().stdout
+
+
 @pytest.mark.realflux
 def test_the_jobs_queued_before_a_new_image_run_afterwards(persistent: StackOnRealNode) -> None:
     def flux(*argv: str) -> str:
