@@ -169,6 +169,13 @@ def deploy(
     return deployment
 
 
+def await_annotations(inputs: dict[str, Any]) -> dict[str, str]:
+    """A declared object's annotations for Pulumi's Kubernetes provider (pulumi.com/*: how it is awaited).
+    The Job's one other annotation, its revision, is its scheduling guard's (test_scheduling_guard.py)."""
+    annotations: dict[str, str] = inputs["metadata"].get("annotations", {})
+    return {key: value for key, value in annotations.items() if key.startswith("pulumi.com/")}
+
+
 def deploy_rejected(
     config: dict[str, Any], stack: str = "dev", secret_keys: tuple[str, ...] = ()
 ) -> tuple[str, Deployment]:

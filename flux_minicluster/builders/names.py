@@ -20,6 +20,11 @@ KEEPER_CONTAINER = "keeper"
 """The keeper's one container (keeper.enabled)."""
 REPLACES = "minicluster.flux-framework.org/replaces"
 """The annotation on a broker pod the keeper made: the name of the lost pod it replaces."""
+REVISION = "minicluster.flux-framework.org/revision"
+"""The annotation on the Job: a digest of the Job as declared (resources/scheduling.py: revision), by
+which the scheduling guard tells the Job it guards from the one a replacement deletes first."""
+JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
+"""Kubernetes labels each Job's pod with the Job's uid (since 1.27; the floor is 1.29)."""
 
 
 # The Secrets and ConfigMaps below are auto-named by pulumi-kubernetes (`<name>-<8 hex>`, new at each

@@ -20,6 +20,13 @@ def pod_rank(pod: Any) -> int:
     return int(value) if value is not None else -1
 
 
+def job_uid(pod: Any) -> str | None:
+    """The uid of the Job that made the pod (its label), or None."""
+    from flux_minicluster.builders.names import JOB_UID_LABEL
+
+    return (pod.metadata.labels or {}).get(JOB_UID_LABEL)
+
+
 def job_condition(job: Any, types: tuple[str, ...]) -> Any:
     """The Job's first true condition of one of `types`, or None."""
     conditions = (job.status.conditions if job.status else None) or []
@@ -27,8 +34,10 @@ def job_condition(job: Any, types: tuple[str, ...]) -> Any:
 
 
 def job_finished(job: Any) -> str:
-    """ "completed" or "failed (<reason>: <message>)" once the Job is over; "" while it runs."""
-    condition = job_condition(job, ("Complete", "Failed"))
+    """ "completed" or "failed (<reason>: <message>)" once the Job is over; "" while it runs. A Job that is
+    to fail is over too: Kubernetes (1.31 and newer) marks it FailureTarget, with the reason, then deletes
+    its pods, and marks it Failed only after, a change that no pod's change follows to wake a watch."""
+    condition = job_condition(job, ("Complete", "Failed", "FailureTarget"))
     if condition is None:
         return ""
     if condition.type == "Complete":

@@ -9,21 +9,37 @@ DeadlineExceeded and the provider's await ends at once. The guard then fails wit
 last message. It is done as soon as every pod has a node, or the Job has finished. With a gang
 scheduler (scheduler.gang) it does the same: the gang's pods stay unscheduled together until all fit,
 and the message says so.
+
+It guards the Job of its own revision (the Job's annotation), and that Job's pods alone (their Job's
+uid): when the Job is replaced, the guard's replacement starts while the old Job and its pods are still
+there, and once took the old pods, scheduled long before, for the new Job's.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from flux_minicluster.builders.names import REVISION
 from flux_minicluster.cluster import api_calls, kube, objects, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
+from flux_minicluster.config.lifecycle import DELETION_MARGIN, POD_GRACE
 
 STOP_NOW = {"spec": {"activeDeadlineSeconds": 1}}
 """Already past for any Job that has started: the Job controller fails it with DeadlineExceeded."""
 
 
+JOB_CREATION = 30.0
+"""Seconds the guard waits for its Job once no Job of that name and none of its pods are there: the
+engine creates the Job beside the guard, so a Job that does not come by then will not (its create
+failed, or `pulumi up` was cancelled), and the engine waits for the guard all the same."""
+
+
 class Unschedulable(RuntimeError):
     """The Job's pods could not be scheduled; the Job has been stopped."""
+
+
+class JobNotCreated(RuntimeError):
+    """The Job this guard was made for did not come."""
 
 
 def guard(
@@ -34,28 +50,35 @@ def guard(
     size: int,
     schedule_timeout: float,
     job_urn: str,
+    revision: str,
     clock: Clock | None = None,
     gang: str | None = None,
 ) -> str:
-    """What became of the pods: every one scheduled, or the Job finished. Raises Unschedulable."""
-    appears = Wait(max(schedule_timeout, 60.0), clock)  # the Job is created alongside this guard
+    """What became of the pods of the Job of `revision`: every one scheduled, or the Job finished.
+    Raises Unschedulable, or JobNotCreated."""
+    going = Wait(POD_GRACE + DELETION_MARGIN + JOB_CREATION, clock)  # a replaced Job and its pods go first
+    absent = Wait(float("inf"), clock)  # how long neither a Job nor a pod has been there
     wait = Wait(float("inf"), clock)  # until every pod has a node, or the Job has finished
     quiet = [wait.clock.poll]  # without pods to watch (no Job yet, pods not created), look again this soon
 
     def next_look() -> float:
         return min(wait.held_until(schedule_timeout) - wait.clock.now(), quiet[0])
 
-    for pods in watching.pods(api_client, namespace, objects.label_selector(selector), next_look):
-        if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
-            return f"all {size} pods of the Job {namespace}/{job} were scheduled"
-        try:
-            found = api_calls.get(api_client, api_calls.jobs(namespace, job))
-        except Exception as error:
-            if kube.problem(error).kind != "not-found" or appears.over:
-                raise
+    for listed in watching.pods(api_client, namespace, objects.label_selector(selector), next_look):
+        found = _job(api_client, namespace, job)
+        if found is None or (found.metadata.annotations or {}).get(REVISION) != revision:
+            if going.over or absent.held_for(found is None and not listed) >= JOB_CREATION:
+                raise JobNotCreated(
+                    f"the Job {namespace}/{job} of this update was not created (its own error says why, or the "
+                    "update was cancelled), so there was nothing to guard; the next `pulumi up` creates both"
+                )
+            quiet[0] = wait.clock.poll
             continue
         if objects.job_finished(found):
             return f"the Job {namespace}/{job} finished"
+        pods = [pod for pod in listed if objects.job_uid(pod) == found.metadata.uid]
+        if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
+            return f"all {size} pods of the Job {namespace}/{job} were scheduled"
         reason = next((why for pod in pods if (why := objects.unschedulable(pod.status))), "")
         if not reason and len(pods) < size:
             reason = _not_created(api_client, namespace, job)
@@ -73,6 +96,16 @@ def guard(
                 f"(room added to the cluster), run: pulumi up --target-replace '{job_urn}'"
             )
     raise AssertionError("watching.pods never ends")
+
+
+def _job(api_client: Any, namespace: str, job: str) -> Any | None:
+    """The Job as it is now; None if there is none."""
+    try:
+        return api_calls.get(api_client, api_calls.jobs(namespace, job))
+    except Exception as error:
+        if kube.problem(error).kind != "not-found":
+            raise
+        return None
 
 
 def _not_created(api_client: Any, namespace: str, job: str) -> str:

@@ -31,7 +31,7 @@ from flux_minicluster.resources.deletion import JobDeletion, identity
 from flux_minicluster.resources.keygen import CurveCertificate, LocalCurveCertificate
 from flux_minicluster.resources.kube_object import KubernetesObject
 from flux_minicluster.resources.scale import Scale
-from flux_minicluster.resources.scheduling import SchedulingGuard, revision
+from flux_minicluster.resources.scheduling import SchedulingGuard, revision, with_revision
 
 # Immutable Job fields that the provider would otherwise try to patch in place (and fail).
 JOB_IMMUTABLE_FIELDS = ["spec.completionMode", "spec.successPolicy", "spec.podFailurePolicy"]
@@ -88,16 +88,17 @@ class MiniCluster(pulumi.ComponentResource):
         # A queue (e.g. Kueue) resumes a suspended Job by setting spec.suspend: Pulumi must not undo that.
         ignore = (["spec.suspend"] if spec.suspend else []) + (JOB_SIZE_FIELDS if spec.elastic else [])
         deleted_first = [self._job_deletion(name, args, job_manifest)] if spec.elastic else []
+        job_revision = revision(job_manifest)
         # replace_with: the engine deletes a dependent before a delete-before-replace resource only when
         # it is replaced with it; a dependsOn edge alone is not enough (the JobDeletion would wait for a
         # Job that nothing deletes).
         job = self._named(
-            f"{name}-job", job_manifest, replace_on_changes=JOB_IMMUTABLE_FIELDS,
+            f"{name}-job", with_revision(job_manifest, job_revision), replace_on_changes=JOB_IMMUTABLE_FIELDS,
             ignore_changes=ignore, depends_on=deleted_first + self._api_access(name, spec, scale_config.name),
             replace_with=deleted_first or None,
         )  # fmt: skip
         if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
-            self._scheduling_guard(name, args, job_manifest)
+            self._scheduling_guard(name, args, job_revision)
         if spec.elastic:
             self._scale(name, args, job, scale_config.name)
         self._keeper(name, spec, job)
@@ -168,7 +169,7 @@ class MiniCluster(pulumi.ComponentResource):
         access = self._access(f"{name}-keeper", keeper.access(spec), depends_on=[job])
         self._named(f"{name}-keeper", keeper.deployment(spec, config_map.name), depends_on=[job, *access])
 
-    def _scheduling_guard(self, name: str, args: MiniClusterArgs, job_manifest: manifests.Manifest) -> SchedulingGuard:
+    def _scheduling_guard(self, name: str, args: MiniClusterArgs, job_revision: pulumi.Output[str]) -> SchedulingGuard:
         """Beside the Job, not after it: it must act while the provider still awaits the Job. It waits
         for what the Job waits for (the Secret, ConfigMaps and Service), through the Job's revision."""
         spec, kube_context = args.spec, args.kube_context
@@ -178,7 +179,7 @@ class MiniCluster(pulumi.ComponentResource):
         job_urn = pulumi.create_urn(f"{name}-job", "kubernetes:batch/v1:Job", parent=own_urn)
         inputs = {
             "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"), "size": spec.size,
-            "scheduleTimeout": spec.schedule_timeout, "jobUrn": job_urn, "revision": revision(job_manifest),
+            "scheduleTimeout": spec.schedule_timeout, "jobUrn": job_urn, "revision": job_revision,
             "kubeContext": kube_context, "gang": spec.scheduler.gang if spec.scheduler else None,
         }  # fmt: skip
         # It watches a new Job's first pods; growing an elastic Job is the Scale's to watch. (A replaced

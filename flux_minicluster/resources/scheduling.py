@@ -19,6 +19,7 @@ from pulumi.dynamic import (
 )
 from pydantic import Field
 
+from flux_minicluster.builders.names import REVISION
 from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, failing_as
 
 
@@ -45,10 +46,11 @@ class SchedulingGuardProvider(WireProvider):
         from flux_minicluster.cluster import kube, scheduling
 
         inputs = GuardInputs.from_wire(props)
-        with failing_as("following the Job's pods (the scheduling guard)", scheduling.Unschedulable):
+        saying = (scheduling.Unschedulable, scheduling.JobNotCreated)
+        with failing_as("following the Job's pods (the scheduling guard)", *saying):
             outcome = scheduling.guard(
                 kube.api_client(inputs.kube_context), inputs.namespace, inputs.job, inputs.selector, inputs.size,
-                float(inputs.schedule_timeout), inputs.job_urn, gang=inputs.gang,
+                float(inputs.schedule_timeout), inputs.job_urn, inputs.revision, gang=inputs.gang,
             )  # fmt: skip
         resource_id = f"{inputs.namespace}/{inputs.job}/{inputs.revision[:12]}"
         return CreateResult(resource_id, {**inputs.to_wire(), "outcome": outcome})
@@ -70,6 +72,14 @@ def revision(job_manifest: Any) -> pulumi.Output[str]:
         return hashlib.sha256(json.dumps({**manifest, "spec": spec}, sort_keys=True).encode()).hexdigest()
 
     return pulumi.Output.from_input(job_manifest).apply(digest)
+
+
+def with_revision(job_manifest: dict[str, Any], job_revision: pulumi.Output[str]) -> dict[str, Any]:
+    """The Job as declared, its revision added as an annotation (names.REVISION): how its guard knows it
+    from the Job that a replacement deletes first. On the Job alone, not its pods: no new pod template."""
+    metadata = job_manifest["metadata"]
+    annotations = {**metadata.get("annotations", {}), REVISION: job_revision}
+    return {**job_manifest, "metadata": {**metadata, "annotations": annotations}}
 
 
 class SchedulingGuard(WireResource, module="minicluster", name="SchedulingGuard"):

@@ -29,10 +29,15 @@ def node(name: str, cpu: str = "8", labels: Json | None = None, taints: list[Jso
 FOUR = [node(f"node-{i}") for i in range(1, 5)]
 
 
-def job(condition: str | None = None, reason: str | None = None) -> dict[str, Any]:
+JOB_REVISION = "a" * 64
+"""The dev Job's revision (its annotation, as the program declares it), for its scheduling guard."""
+
+
+def job(condition: str | None = None, reason: str | None = None, revision: str = JOB_REVISION) -> dict[str, Any]:
     conditions = [{"type": condition, "status": "True", "reason": reason}] if condition else []
+    metadata = {"name": "dev", "namespace": "default", "uid": "dev-uid", "annotations": {names.REVISION: revision}}
     return {
-        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "dev", "namespace": "default"},
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": metadata,
         "spec": {"completions": 4, "parallelism": 4, "completionMode": "Indexed",
                  "template": {"spec": {"containers": []}}},
         "status": {"conditions": conditions, "completedIndexes": "0-3" if condition == "Complete" else ""},
@@ -44,6 +49,7 @@ def broker_pod(rank: int, status: dict[str, Any], node: str | None = "node-1", o
         **names.labels(DEV.model_copy(update={"name": owner}), "broker"),
         names.INDEX_LABEL: str(rank),
         "job-name": owner,
+        names.JOB_UID_LABEL: f"{owner}-uid",
     }
     spec: dict[str, Any] = {"containers": [{"name": BROKER, "image": DEV.image}]}
     if node:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import config
-from tests.harness import Deployment, deploy, deploy_rejected
+from tests.harness import Deployment, await_annotations, deploy, deploy_rejected
 from tests.plain import plain
 
 JOB = "kubernetes:batch/v1:Job"
@@ -103,7 +103,7 @@ def test_a_size_change_of_a_one_shot_command_replaces_the_job(mode: str) -> None
     assert {"spec.completions", "spec.parallelism"} <= set(not_ignored(after, "dev-job", changed["dev-job"]))
     template_changes = [path for path in changed["dev-job"] if path.startswith("spec.template.")]
     assert template_changes and not_ignored(after, "dev-job", template_changes) == template_changes
-    assert after.one(JOB).inputs["metadata"]["annotations"] == {"pulumi.com/timeoutSeconds": "3600"}
+    assert await_annotations(after.one(JOB).inputs) == {"pulumi.com/timeoutSeconds": "3600"}
 
 
 @pytest.mark.parametrize("mode", ["submit", "batch"])

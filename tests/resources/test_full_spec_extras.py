@@ -7,7 +7,7 @@ import json
 import tomllib
 
 from tests.conftest import config
-from tests.harness import deploy
+from tests.harness import await_annotations, deploy
 from tests.plain import plain
 from tests.resources.test_full_spec import SCRATCH, SERVICE, SIDECAR, containers, data, flux_container, job_of, pod_of
 
@@ -83,7 +83,7 @@ def test_restful_api_port_is_declared_on_the_container_and_the_cluster_is_elasti
     assert {"name": "restful-api", "containerPort": 5000, "protocol": "TCP"} in containers(deployment)["flux-broker"][
         "ports"
     ]
-    assert job_of(deployment)["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert await_annotations(job_of(deployment)) == {"pulumi.com/skipAwait": "true"}
     assert "pulumi-python:dynamic/minicluster:Scale" in deployment.kinds
 
 

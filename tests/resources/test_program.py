@@ -9,7 +9,7 @@ import hostlist
 import pytest
 
 from tests.conftest import IMAGE, config
-from tests.harness import KEYGEN_CERTIFICATE, Deployment, deploy, deploy_rejected
+from tests.harness import KEYGEN_CERTIFICATE, Deployment, await_annotations, deploy, deploy_rejected
 from tests.plain import is_secret, plain
 
 JOB = "kubernetes:batch/v1:Job"
@@ -186,22 +186,22 @@ def test_outputs_name_the_cluster_and_how_to_follow_rank0(sized: tuple[int, Depl
 
 
 def test_job_with_a_command_is_awaited_to_completion_within_the_timeout() -> None:
-    annotations = deploy(config(jobTimeout=900)).one(JOB).inputs["metadata"]["annotations"]
-    assert annotations == {"pulumi.com/timeoutSeconds": "900"}
+    assert await_annotations(deploy(config(jobTimeout=900)).one(JOB).inputs) == {"pulumi.com/timeoutSeconds": "900"}
 
 
 @pytest.mark.parametrize("overrides", [{"command": None}, {"mode": "interactive"}, {"mode": "launcher"}])
 def test_an_elastic_cluster_is_awaited_by_its_scale_resource_not_by_the_provider(overrides: dict[str, Any]) -> None:
     """A condition naming the size would go stale at the first resize (and never complete)."""
     deployment = deploy(config(**overrides))
-    assert deployment.one(JOB).inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert await_annotations(deployment.one(JOB).inputs) == {"pulumi.com/skipAwait": "true"}
     assert plain(deployment.one(SCALE).inputs)["jobTimeout"] == 3600
 
 
 def test_name_and_namespace_come_from_config_and_name_defaults_to_the_stack() -> None:
     assert deploy(config(), stack="prod").outputs["name"] == "prod"
     deployment = deploy(config(name="lammps", namespace="hpc"))
-    assert deployment.one(JOB).inputs["metadata"] == {
+    metadata = deployment.one(JOB).inputs["metadata"]
+    assert {**metadata, "annotations": await_annotations(deployment.one(JOB).inputs)} == {
         "name": "lammps",
         "namespace": "hpc",
         "labels": {

@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 
-from flux_minicluster.builders.names import labels
+from flux_minicluster.builders.names import REVISION, labels
 from flux_minicluster.cluster import api_calls
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.resources import scheduling
 from tests.conftest import config
 from tests.harness import deploy
 from tests.kube_api import Cluster, StandIn, running, unschedulable
-from tests.kube_api.samples import BROKER, broker_pod, job
+from tests.kube_api.samples import BROKER, JOB_REVISION, broker_pod, job
 from tests.provider_plugin import DIFF_NONE, DIFF_SOME, ProviderPlugin, grpc_error, served
 
 GUARD = "pulumi-python:dynamic/minicluster:SchedulingGuard"
@@ -39,7 +39,7 @@ def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
 
 def inputs(plugin: ProviderPlugin, **overrides: Any) -> dict[str, Any]:
     given = {"namespace": "default", "job": "dev", "selector": labels(SPEC, "broker"), "size": 4,
-             "scheduleTimeout": 1, "jobUrn": URN, "revision": "a" * 64}  # fmt: skip
+             "scheduleTimeout": 1, "jobUrn": URN, "revision": JOB_REVISION}  # fmt: skip
     return plugin.with_provider({**given, **overrides})
 
 
@@ -54,7 +54,7 @@ def test_done_as_soon_as_every_pod_has_a_node(plugin: ProviderPlugin, api: Clust
     resource_id, outs = plugin.create(inputs(plugin))
     assert (api.reads("/pods"), api.watches) == (1, [])  # one look, then done: no wait, no watch
     assert outs["outcome"] == "all 4 pods of the Job default/dev were scheduled"
-    assert resource_id == f"default/dev/{'a' * 12}"
+    assert resource_id == f"default/dev/{JOB_REVISION[:12]}"
     assert patches(api) == []
 
 
@@ -114,6 +114,43 @@ def test_a_job_that_already_finished_needs_no_guard(plugin: ProviderPlugin, api:
     assert outs["outcome"] == "the Job default/dev finished"
 
 
+def test_the_pods_of_the_job_a_replacement_deletes_are_not_the_new_jobs(plugin: ProviderPlugin, api: Cluster) -> None:
+    """The guard's replacement starts while the old Job (another revision) and its pods, scheduled long
+    ago, are still there: it waits for its own Job, and guards that Job's pods alone."""
+    api.add_job(job(revision="b" * 64))
+    for rank in range(4):
+        api.add_pod(broker_pod(rank, running(BROKER)))
+
+    def replaced() -> None:  # once the guard watches the old pods
+        while not api.watches:
+            time.sleep(0.01)
+        for rank in range(4):
+            api.delete_pod("default", f"dev-{rank}-abcde")
+        api.add_job(job())
+        for rank in range(4):
+            api.add_pod(broker_pod(rank, unschedulable(FULL), node=None))
+
+    threading.Thread(target=replaced, daemon=True).start()
+    details = grpc_error(lambda: plugin.create(inputs(plugin)))
+    assert f"(minicluster:scheduleTimeout): Unschedulable: {FULL}" in details
+    assert patches(api) == [{"spec": {"activeDeadlineSeconds": 1}}]
+
+
+def test_a_job_that_never_comes_ends_the_guard_with_why(
+    api: Cluster, api_server: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its create failed, or `pulumi up` was cancelled: the engine waits for the guard all the same."""
+    from flux_minicluster.cluster import kube
+    from flux_minicluster.cluster import scheduling as guarding
+
+    monkeypatch.setenv("KUBECONFIG", str(api_server.cluster.kubeconfig))
+    monkeypatch.setattr(guarding, "JOB_CREATION", 1.0)
+    with pytest.raises(guarding.JobNotCreated) as raised:
+        guarding.guard(kube.api_client(None), "default", "dev", labels(SPEC, "broker"), 4, 1, URN, JOB_REVISION)
+    assert str(raised.value).startswith("the Job default/dev of this update was not created (its own error says why")
+    assert patches(api) == []
+
+
 def test_a_new_job_gets_a_new_guard_and_nothing_else_does(plugin: ProviderPlugin) -> None:
     olds = {**inputs(plugin), "outcome": "all 4 pods of the Job default/dev were scheduled"}
     assert plugin.diff("id", olds, inputs(plugin)).changes == DIFF_NONE
@@ -149,6 +186,13 @@ def test_the_guards_revision_follows_the_job() -> None:
     assert len(first.inputs["revision"]) == 64
     assert first.inputs["revision"] == again.inputs["revision"]
     assert changed.inputs["revision"] != first.inputs["revision"]
+
+
+def test_the_job_carries_its_guards_revision_and_its_pods_do_not() -> None:
+    deployment = deploy(config())
+    declared = deployment.one("kubernetes:batch/v1:Job").inputs
+    assert declared["metadata"]["annotations"][REVISION] == deployment.one(GUARD).inputs["revision"]
+    assert REVISION not in declared["spec"]["template"]["metadata"].get("annotations", {})  # no new pod template
 
 
 def test_a_queued_job_has_no_guard() -> None:

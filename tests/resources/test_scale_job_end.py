@@ -1,0 +1,56 @@
+"""The Scale's wait for a Job's brokers, when the Job ends while its pods go: a replaced Job whose pods
+could not be scheduled is stopped (the scheduling guard). Kubernetes (1.31 and newer) marks it
+FailureTarget, deletes its pods, then marks it Failed, a change of the Job alone that wakes no watch of
+the pods (found on the real engines, where the Scale then waited out jobTimeout). Driven over gRPC as
+the engine drives it, against the API stand-in."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from flux_minicluster.resources import scale
+from tests.kube_api import Cluster, StandIn, unschedulable
+from tests.kube_api.samples import broker_pod, job
+from tests.provider_plugin import ProviderPlugin, grpc_error, served
+from tests.resources.test_scale_provider import FULL, SCALE, inputs
+
+DEADLINE = "DeadlineExceeded: Job was active longer than specified deadline"
+
+
+@pytest.fixture(scope="module")
+def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
+    yield from served(scale.ScaleProvider(), SCALE, api_server.cluster.kubeconfig)
+
+
+def test_a_job_that_fails_after_its_pods_are_gone_ends_the_wait_with_its_reason(
+    plugin: ProviderPlugin, api_server: StandIn
+) -> None:
+    api: Cluster = api_server.cluster.reset()
+    api.add_job(job())
+    api.config_maps[("default", "dev-scale-x1")] = {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dev-scale-x1", "namespace": "default"},
+        "data": {"size": "4", "quorum": "4"},
+    }  # fmt: skip
+    for rank in range(4):
+        api.add_pod(broker_pod(rank, unschedulable(FULL), node=None))
+
+    def job_controller_stops_it() -> None:  # once the Scale watches the pods, as the Job controller does
+        while not api.watches:
+            time.sleep(0.01)
+        reason, message = DEADLINE.split(": ", 1)
+        with api.lock:
+            conditions = api.jobs[("default", "dev")]["status"]["conditions"]
+            conditions.append({"type": "FailureTarget", "status": "True", "reason": reason, "message": message})
+        for rank in range(4):
+            api.delete_pod("default", f"dev-{rank}-abcde")
+        time.sleep(0.5)  # then Failed: a change of the Job's, which no pod's change follows
+        with api.lock:
+            conditions.append({"type": "Failed", "status": "True", "reason": reason, "message": message})
+
+    threading.Thread(target=job_controller_stops_it, daemon=True).start()
+    details = grpc_error(lambda: plugin.create(inputs(plugin, jobTimeout=60, scheduleTimeout=300)))
+    assert details.rstrip().endswith(f"ResizeFailed: the Job failed ({DEADLINE})"), details[-300:]
