@@ -1,7 +1,9 @@
 """The scheduling guard on the real engines, for a Job that a change replaces on a running persistent
 cluster: the guard's replacement starts while the old Job and its pods, scheduled long before, are still
 there, and it must guard the new Job alone (its revision, and its pods by their Job's uid). With
-admission off: the admission check would refuse, before anything changed, a pod that fits no node."""
+admission off: the admission check would refuse, before anything changed, a pod that fits no node.
+(A Job the API server refuses: the engine starts the guard or not, as the refusal comes before or
+after; what the guard does when no Job comes is tested on the API stand-in, test_scheduling_guard.py.)"""
 
 from __future__ import annotations
 
