@@ -11,7 +11,7 @@ both. Errors are the client's own ApiException, so kube.problem classifies them 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -151,7 +151,7 @@ def text(api_client: Any, where: str, query: dict[str, Any], timeout: tuple[floa
 
 def watch(
     api_client: Any, where: str, query: dict[str, Any], seconds: int, connect_timeout: float = REQUEST_TIMEOUT[0]
-) -> Iterator[tuple[str, View]]:
+) -> Generator[tuple[str, View]]:
     """Each change to the objects at `where` (ADDED, MODIFIED, DELETED, and with no resourceVersion the
     objects as they are first), until the server ends the watch after `seconds`. An ERROR event raises the
     client's ApiException with the event's code (410: the resourceVersion is older than the server keeps)."""
@@ -159,6 +159,7 @@ def watch(
 
     query = {**query, "watch": "true", "timeoutSeconds": seconds, "allowWatchBookmarks": "false"}
     response = _send(api_client, "GET", where, query, None, (connect_timeout, seconds + connect_timeout))
+    ended = False
     try:
         for line in _lines(response.response):
             event = json.loads(line)
@@ -167,8 +168,14 @@ def watch(
                 raise ApiException(status=status.get("code"), reason=status.get("message") or status.get("reason"))
             if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
                 yield event["type"], view(event["object"])
+        ended = True
     finally:
-        response.response.release_conn()
+        # A watch left before the server ended it still has a stream open on its connection: closed, not
+        # handed back to the pool for the next request to read the rest of.
+        if ended:
+            response.response.release_conn()
+        else:
+            response.response.close()
 
 
 def _lines(raw: Any) -> Iterator[str]:

@@ -84,6 +84,8 @@ class Cluster:
     watches: list[str] = field(default_factory=list)
     """The path of each watch request (a GET with watch=true), in order: a client that waits by a watch,
     not by listing again and again, shows here."""
+    watch_seconds: list[int] = field(default_factory=list)
+    """Each watch's timeoutSeconds, in the order asked: how long the client meant to wait for a change."""
     kubelet: Callable[[Json], list[Step]] | None = None
     on_request: Callable[[int], None] | None = None
     """Called with each request's number (from 1) before it is answered: to change the cluster mid-command."""
@@ -111,8 +113,8 @@ class Cluster:
         with self.lock:
             for store in (self.pods, self.jobs, self.config_maps, self.logs, self.previous_logs, self.ended):
                 store.clear()
-            for items in (self.events, self.faults, self.requests, self.watches, self.nodes, self.quotas,
-                          self.limit_ranges, self.field_managers, self.webhooks):  # fmt: skip
+            for items in (self.events, self.faults, self.requests, self.watches, self.watch_seconds, self.nodes,
+                          self.quotas, self.limit_ranges, self.field_managers, self.webhooks):  # fmt: skip
                 items.clear()
             self.crds.clear()
             self.pod_security.clear()

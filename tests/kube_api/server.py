@@ -81,6 +81,7 @@ class _Handler(PodRoutes, ObjectRoutes):
             number = len(self.cluster.requests)
             if method == "GET" and watch_asked(self.query):
                 self.cluster.watches.append(url.path)
+                self.cluster.watch_seconds.append(int(self.query.get("timeoutSeconds", "1800")))
         if self.cluster.on_request is not None:
             self.cluster.on_request(number)
         if self._faulted(method, url.path) or self._forbidden(method, url.path):

@@ -1,18 +1,22 @@
 """The interactive stack with its pods in real containers: `pulumi up` (its keygen pod, the real
 readiness probe) returns once every broker is Ready, and again has nothing to do; each broker has the
-memory-backed /dev/shm of minicluster:sharedMemory; a new size resizes the running Job in place; `pulumi
-destroy` leaves nothing.
+memory-backed /dev/shm of minicluster:sharedMemory; a new size resizes the running Job in place, and a
+grow that does not fit is rolled back; `pulumi destroy` leaves nothing.
 On real Flux (marked realflux; the node's image carries flux-core where it is installed): work runs
 across every broker."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from kubernetes import client
+from kubernetes.utils import parse_quantity
 
 from tests.harness import example
 from tests.kubelet.pod import wait_until
+from tests.realengine.node.conftest import NodeInfo
 from tests.realengine.node.stacks import StackOnRealNode
 
 GIB = 1 << 30
@@ -83,6 +87,26 @@ def test_a_new_size_resizes_the_running_job_in_place(interactive: StackOnRealNod
     interactive.stack.up()
     assert interactive.job().metadata.uid == before and interactive.size == 2
     wait_until(lambda: interactive.running(2), "the Job controller to remove ranks 2-5", 60, poll=0.2)
+
+
+def test_a_grow_whose_new_pod_fits_no_node_is_rolled_back_after_schedule_timeout(
+    stack_on_real_node: Callable[..., StackOnRealNode], admin: client.ApiClient, real_node: NodeInfo
+) -> None:
+    """The new pod turns unschedulable once the Scale watches it, and changes no more: its wait must end
+    by scheduleTimeout all the same (it once waited out a 5-minute watch). Each pod asks for 40% of the
+    node's CPU: two fit, a third does not. Admission off: the admission check would refuse the grow first."""
+    node: Any = client.CoreV1Api(admin).read_node(real_node.name)
+    share = f"{int(parse_quantity(node.status.allocatable['cpu']) * 400)}m"  # type: ignore[no-untyped-call]
+    fitting = {"admission": "off", "scheduleTimeout": 5, "resources": {"requests": {"cpu": share}}}
+    cluster = stack_on_real_node("interactive", **{**example("interactive"), "size": 2, **fitting})
+    cluster.stack.up()
+    configure_size(cluster, 3)
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    said = refused.stdout
+    assert "the new pods could not be scheduled for 5s (minicluster:scheduleTimeout): Unschedulable:" in said
+    assert "Insufficient cpu" in said and "The grow was rolled back: the cluster stays at 2 brokers" in said
+    assert cluster.size == 2
 
 
 @pytest.mark.realflux
