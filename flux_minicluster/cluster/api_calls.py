@@ -126,6 +126,18 @@ def get(
     return view(request(api_client, "GET", where, query, timeout=timeout))
 
 
+def existing(api_client: Any, where: str, timeout: tuple[float, float] = REQUEST_TIMEOUT) -> Any | None:
+    """The object at `where` as a View; None where the API server says there is none (404)."""
+    from flux_minicluster.cluster import kube
+
+    try:
+        return get(api_client, where, timeout=timeout)
+    except Exception as error:
+        if kube.problem(error).kind != "not-found":
+            raise
+        return None
+
+
 def patch(api_client: Any, where: str, changes: dict[str, Any], field_manager: str | None = None) -> Any:
     """A merge patch of the object at `where`: the object as it is now, as a View."""
     return view(request(api_client, "PATCH", where, {"fieldManager": field_manager}, changes, content_type=MERGE_PATCH))

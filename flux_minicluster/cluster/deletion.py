@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from flux_minicluster.cluster import api_calls, kube, objects, watching
+from flux_minicluster.cluster import api_calls, objects, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 
 JOB_LOOK = 0.1
@@ -65,13 +65,8 @@ def _still_there(timeout: float, left: str, namespace: str, job: str) -> str:
 
 def _left(api_client: Any, namespace: str, job: str, pods: list[Any]) -> str:
     """What is left of the Job, in words; empty once nothing is."""
-    try:
-        api_calls.get(api_client, api_calls.jobs(namespace, job))
-        job_left = [f"the Job {namespace}/{job}"]
-    except Exception as error:
-        if kube.problem(error).kind != "not-found":
-            raise
-        job_left = []
+    job_there = api_calls.existing(api_client, api_calls.jobs(namespace, job)) is not None
+    job_left = [f"the Job {namespace}/{job}"] if job_there else []
     names = sorted(pod.metadata.name for pod in pods)
     pods_left = [f"{len(names)} of its pods ({', '.join(names)})"] if names else []
     return " and ".join(job_left + pods_left)

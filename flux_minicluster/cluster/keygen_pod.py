@@ -118,13 +118,7 @@ class _Run:
         )
 
     def exists(self, name: str) -> bool:
-        try:
-            self.read(name)
-        except Exception as error:
-            if kube.problem(error).kind == "not-found":
-                return False
-            raise
-        return True
+        return api_calls.existing(self.api, api_calls.pods(self.namespace, name), self.request_timeout) is not None
 
     def read(self, name: str) -> Any:
         return api_calls.get(self.api, api_calls.pods(self.namespace, name), timeout=self.request_timeout)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from flux_minicluster.builders.names import REVISION
-from flux_minicluster.cluster import api_calls, kube, objects, watching
+from flux_minicluster.cluster import api_calls, objects, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config.lifecycle import DELETION_MARGIN, POD_GRACE
 
@@ -65,7 +65,7 @@ def guard(
         return min(wait.held_until(schedule_timeout) - wait.clock.now(), quiet[0])
 
     for listed in watching.pods(api_client, namespace, objects.label_selector(selector), next_look):
-        found = _job(api_client, namespace, job)
+        found = api_calls.existing(api_client, api_calls.jobs(namespace, job))
         if found is None or (found.metadata.annotations or {}).get(REVISION) != revision:
             if going.over or absent.held_for(found is None and not listed) >= JOB_CREATION:
                 raise JobNotCreated(
@@ -96,16 +96,6 @@ def guard(
                 f"(room added to the cluster), run: pulumi up --target-replace '{job_urn}'"
             )
     raise AssertionError("watching.pods never ends")
-
-
-def _job(api_client: Any, namespace: str, job: str) -> Any | None:
-    """The Job as it is now; None if there is none."""
-    try:
-        return api_calls.get(api_client, api_calls.jobs(namespace, job))
-    except Exception as error:
-        if kube.problem(error).kind != "not-found":
-            raise
-        return None
 
 
 def _not_created(api_client: Any, namespace: str, job: str) -> str:

@@ -17,7 +17,6 @@ import pytest
 
 from flux_minicluster.resources import scale
 from tests.kube_api import Cluster, StandIn, unschedulable
-from tests.kube_api.samples import broker_pod, job
 from tests.provider_plugin import ProviderPlugin, grpc_error, served
 from tests.resources.test_scale_provider import FULL, SCALE, Running, inputs
 
@@ -33,13 +32,9 @@ def test_a_job_that_fails_after_its_pods_are_gone_ends_the_wait_with_its_reason(
     plugin: ProviderPlugin, api_server: StandIn
 ) -> None:
     api: Cluster = api_server.cluster.reset()
-    api.add_job(job())
-    api.config_maps[("default", "dev-scale-x1")] = {
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dev-scale-x1", "namespace": "default"},
-        "data": {"size": "4", "quorum": "4"},
-    }  # fmt: skip
-    for rank in range(4):
-        api.add_pod(broker_pod(rank, unschedulable(FULL), node=None))
+    Running(api, 4)
+    for rank in range(4):  # none placed
+        api.set_pod("default", f"dev-{rank}-abcde", status=unschedulable(FULL), node=None)
 
     def job_controller_stops_it() -> None:  # once the Scale watches the pods, as the Job controller does
         while not api.watches:
