@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.utils import parse_quantity
 
+from flux_minicluster.cluster.admission.quantities import quantity
 from tests.harness import example
 from tests.kubelet.pod import wait_until
 from tests.realengine.node.conftest import NodeInfo
@@ -96,7 +96,7 @@ def test_a_grow_whose_new_pod_fits_no_node_is_rolled_back_after_schedule_timeout
     by scheduleTimeout all the same (it once waited out a 5-minute watch). Each pod asks for 40% of the
     node's CPU: two fit, a third does not. Admission off: the admission check would refuse the grow first."""
     node: Any = client.CoreV1Api(admin).read_node(real_node.name)
-    share = f"{int(parse_quantity(node.status.allocatable['cpu']) * 400)}m"  # type: ignore[no-untyped-call]
+    share = f"{int(quantity(node.status.allocatable['cpu']) * 400)}m"
     fitting = {"admission": "off", "scheduleTimeout": 5, "resources": {"requests": {"cpu": share}}}
     cluster = stack_on_real_node("interactive", **{**example("interactive"), "size": 2, **fitting})
     cluster.stack.up()
