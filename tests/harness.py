@@ -21,6 +21,9 @@ from tests.auto_names import auto_name
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "minicluster"  # must match Pulumi.yaml, or config keys silently miss
+ORGANIZATION = "organization"  # what Pulumi's file backend calls every stack's organization
+OWNER = f"{ORGANIZATION}/{PROJECT}/dev"
+"""The dev stack, as the objects it names record it (names.OWNER)."""
 KEYGEN_CERTIFICATE = certificate.generate("mocked-0")
 """What the mocked keygen resources return: a real, valid certificate."""
 CERTIFICATE_TYPES = (
@@ -148,7 +151,9 @@ def deploy(
     asyncio.set_event_loop(asyncio.new_event_loop())
     settings.ROOT.set(None)
     fake = MiniClusterMocks(deployment)
-    pulumi.runtime.set_mocks(fake, project=PROJECT, stack=stack, preview=preview, monitor=RecordingMonitor(fake))
+    pulumi.runtime.set_mocks(
+        fake, project=PROJECT, stack=stack, preview=preview, monitor=RecordingMonitor(fake), organization=ORGANIZATION
+    )
     pulumi.runtime.set_all_config(
         {_key(k): _value(v) for k, v in config.items()}, secret_keys=[_key(k) for k in secret_keys]
     )

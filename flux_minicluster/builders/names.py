@@ -23,9 +23,19 @@ REPLACES = "minicluster.flux-framework.org/replaces"
 REVISION = "minicluster.flux-framework.org/revision"
 """The annotation on the Job: a digest of the Job as declared (resources/scheduling.py: revision), by
 which the scheduling guard tells the Job it guards from the one a replacement deletes first."""
+OWNER = "minicluster.flux-framework.org/stack"
+"""The annotation on every object a MiniCluster names itself (the Job, its Services, the access objects,
+...): the Pulumi stack that declares it, `<organization>/<project>/<stack>`. pulumi-kubernetes 4.25
+creates by server-side apply, which takes over an object of that name that is already there, and the
+stack's `pulumi destroy` would then delete it: the dry run (cluster/admission/dry_run.py) refuses a name
+that another stack, or no Pulumi stack, holds."""
 JOB_UID_LABEL = "batch.kubernetes.io/controller-uid"
 """Kubernetes labels each Job's pod with the Job's uid (since 1.27; the floor is 1.29)."""
 
+
+AUTO_NAMED_KINDS = frozenset({"Secret", "ConfigMap"})
+"""The kinds of the objects whose content the MiniCluster holds: pulumi-kubernetes names each anew
+(resources/minicluster.py, _content); every other object keeps the name its builder gives it."""
 
 # The Secrets and ConfigMaps below are auto-named by pulumi-kubernetes (`<name>-<8 hex>`, new at each
 # replacement): these are the names render.py prints and the Pulumi resources' names. Whatever refers

@@ -14,10 +14,28 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes import _utilities
 
+from flux_minicluster.builders.names import OWNER
+
 SECRET_FIELDS = {"Secret": ["data", "stringData"]}
 """The fields that Pulumi keeps encrypted in its state and hides in its output, as inputs and as
 outputs, by kind (as the SDK's typed class of that kind does): a Secret's content, whatever the values
 it was made of."""
+
+
+def this_stack() -> str:
+    """The stack that declares the objects, as names.OWNER records it: `<organization>/<project>/<stack>`
+    (a stack's name is unique only within its project, and a project's within its organization)."""
+    return f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
+
+
+def owned(manifest: dict[str, Any]) -> dict[str, Any]:
+    """The manifest of an object that keeps its name, marked as this stack's (names.OWNER), on its own
+    metadata (a Job's pod template stays as it was). An auto-named object is the stack's by its name."""
+    metadata = manifest["metadata"]
+    if "name" not in metadata:
+        return manifest
+    annotations = {**metadata.get("annotations", {}), OWNER: this_stack()}
+    return {**manifest, "metadata": {**metadata, "annotations": annotations}}
 
 
 def resource_type(api_version: str, kind: str) -> str:
@@ -40,7 +58,8 @@ class KubernetesObject(pulumi.CustomResource):
         # and a Secret's content secret.
         secret_fields = SECRET_FIELDS.get(kind, [])
         inputs = {
-            key: pulumi.Output.secret(value) if key in secret_fields else value for key, value in manifest.items()
+            key: pulumi.Output.secret(value) if key in secret_fields else value
+            for key, value in owned(manifest).items()
         }
         defaults = _utilities.get_resource_opts_defaults()
         defaults.additional_secret_outputs = secret_fields

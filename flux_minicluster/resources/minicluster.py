@@ -228,9 +228,9 @@ class MiniCluster(pulumi.ComponentResource):
         return KubernetesObject(resource_name, manifest, opts)
 
     def _content(self, resource_name: str, manifest: manifests.Manifest, **options: Any) -> KubernetesObject:
-        """Secrets and ConfigMaps are auto-named (<resource name>-<suffix>): a content change replaces
-        the object under a new name, the new name flows into the Job's pod template, and so the Job is
-        replaced too, instead of running brokers with a stale config or keypair."""
+        """Secrets and ConfigMaps (names.AUTO_NAMED_KINDS) are auto-named (<resource name>-<suffix>): a
+        content change replaces the object under a new name, the new name flows into the Job's pod
+        template, and so the Job is replaced too, instead of running brokers with a stale config or keypair."""
         metadata = {key: value for key, value in manifest["metadata"].items() if key != "name"}
         opts = pulumi.ResourceOptions(parent=self, **options)
         return KubernetesObject(resource_name, {**manifest, "metadata": metadata}, opts)

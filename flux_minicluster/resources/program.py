@@ -13,6 +13,7 @@ from flux_minicluster.builders import object_limits
 from flux_minicluster.cluster import admission
 from flux_minicluster.config.loader import ConfigError, load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
+from flux_minicluster.resources.kube_object import this_stack
 
 
 def checked_spec(
@@ -24,7 +25,7 @@ def checked_spec(
         object_limits.check(spec)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
-    verdict = admission.check(spec, kube_context)
+    verdict = admission.check(spec, kube_context, this_stack())
     for warning in verdict.warnings:
         pulumi.log.warn(warning)
     if verdict.refused:

@@ -13,7 +13,7 @@ from flux_minicluster.config import certificate, stack_file
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
-from tests.harness import ROOT, deploy, refused_problems
+from tests.harness import OWNER, ROOT, deploy, refused_problems
 from tests.kube_api import Cluster
 from tests.kube_api.samples import FOUR
 from tests.schemas import crd_problems
@@ -104,7 +104,9 @@ def test_the_admission_check_says_that_the_gang_waits_for_room_for_all(kube_api:
     kube_api.nodes = FOUR
     kube_api.crds.add("scheduling.volcano.sh/v1beta1/podgroups")
     found = admission.check(
-        spec_of(admission="refuse", size=40, scheduler={"gang": "volcano"}, resources={"requests": {"cpu": "2"}}), None
+        spec_of(admission="refuse", size=40, scheduler={"gang": "volcano"}, resources={"requests": {"cpu": "2"}}),
+        None,
+        OWNER,
     )
     assert found.refused is not None
     assert (

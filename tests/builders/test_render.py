@@ -10,11 +10,12 @@ from typing import Any
 
 import yaml
 
+from flux_minicluster.builders.names import OWNER, REVISION
 from flux_minicluster.builders.rendering import HIDDEN
 from flux_minicluster.config import certificate
 from flux_minicluster.config import stack_file as stack_file_module
 from flux_minicluster.config.stack_file import read_config
-from tests.harness import ROOT, Deployment, Registered, await_annotations, deploy, deploy_rejected
+from tests.harness import ROOT, Deployment, Registered, deploy, deploy_rejected
 from tests.plain import plain
 
 RENDER = [sys.executable, str(ROOT / "scripts" / "render.py")]
@@ -32,12 +33,14 @@ def dev_stack_config() -> dict[str, Any]:
 
 def without_autonames(deployment: Deployment, resource: Registered) -> dict[str, Any]:
     """What the program declared, with the names render uses: the resource name where Pulumi auto-names.
-    Less the one thing the program adds to a builder's object, the Job's revision: a digest over the names
-    Pulumi gives, which its scheduling guard knows it by (resources/scheduling.py)."""
+    Less the two things the program adds to a builder's object: the Job's revision, a digest over the
+    names Pulumi gives, which its scheduling guard knows it by (resources/scheduling.py), and on each
+    object that keeps its name, the stack that declares it (resources/kube_object.py: owned)."""
     obj = plain(resource.inputs)
     obj["metadata"] = {"name": resource.name, **obj["metadata"]}
-    if obj["kind"] == "Job":
-        obj["metadata"]["annotations"] = await_annotations(obj)
+    added = {REVISION, OWNER}
+    annotations = {k: v for k, v in obj["metadata"].pop("annotations", {}).items() if k not in added}
+    obj["metadata"].update({"annotations": annotations} if annotations else {})
     text = json.dumps(obj)
     for resource_name, live_name in deployment.auto_names.items():
         text = text.replace(live_name, resource_name)

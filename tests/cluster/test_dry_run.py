@@ -9,7 +9,7 @@ from typing import Any
 from flux_minicluster.cluster import admission
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
-from tests.harness import deploy_rejected
+from tests.harness import OWNER, deploy_rejected
 from tests.kube_api import Cluster
 from tests.kube_api.samples import FOUR
 
@@ -18,7 +18,7 @@ Json = dict[str, Any]
 
 def verdict(secret_keys: tuple[str, ...] = (), **overrides: Any) -> admission.Verdict:
     raw = {f"minicluster:{k}": v for k, v in config(**overrides).items()}
-    return admission.check(load_spec(raw, "dev", [f"minicluster:{key}" for key in secret_keys]), None)
+    return admission.check(load_spec(raw, "dev", [f"minicluster:{key}" for key in secret_keys]), None, OWNER)
 
 
 def created(api: Cluster) -> list[tuple[str, Json]]:
@@ -56,12 +56,6 @@ def test_secret_values_are_never_sent(kube_api: Cluster) -> None:
     assert verdict(secret_keys=("environment",), environment={"TOKEN": "s3cret-value"}).refused is None
     sent = [body for path, body in created(kube_api) if body["kind"] == "Secret"]
     assert len(sent) == 2 and "s3cret-value" not in str(sent) and "secret-key" not in str(sent)
-
-
-def test_objects_that_exist_already_are_pulumis_to_update(kube_api: Cluster) -> None:
-    kube_api.nodes = FOUR
-    kube_api.existing |= {("services", "default", "dev"), ("jobs", "default", "dev")}
-    assert verdict() == admission.Verdict()
 
 
 def test_the_dry_runs_are_sent_side_by_side(kube_api: Cluster) -> None:

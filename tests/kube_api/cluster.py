@@ -68,8 +68,9 @@ class Cluster:
     pod_security: dict[str, str] = field(default_factory=dict)
     """Namespaces labelled pod-security.kubernetes.io/enforce=restricted: {namespace: "restricted"}."""
     """Installed custom resources, as group/version/plural (scheduling.volcano.sh/v1beta1/podgroups)."""
-    existing: set[tuple[str, str, str]] = field(default_factory=set)
-    """(resource, namespace, name) of objects that exist, for the create of any kind but pods and jobs."""
+    existing: dict[tuple[str, str, str], Json] = field(default_factory=dict)
+    """Objects that exist, by (resource, namespace, name), for the create and the get of any kind but pods,
+    Jobs and ConfigMaps (whose stores are their own): each as the API server answers a get of it."""
     webhooks: list[Callable[[Json], str | None]] = field(default_factory=list)
     """Validating admission webhooks: each says why it denies an object being created, or None."""
     job_controller: Callable[[Json], None] | None = None

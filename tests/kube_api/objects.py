@@ -39,12 +39,20 @@ class ObjectRoutes(Answers):
             self._status(404, "the server could not find the requested resource")
         elif self.query.get("dryRun") != "All":
             self._status(501, "the stand-in stores only pods and jobs")
-        elif (resource, ns, name) in self.cluster.existing:
+        elif (resource, ns, name) in self.cluster.existing or (resource == "jobs" and (ns, name) in self.cluster.jobs):
             self._status(409, f'{qualified} "{name}" already exists')
         elif denied := next((said for webhook in self.cluster.webhooks if (said := webhook(body))), None):
             self._status(403, f'admission webhook "policy.example.com" denied the request: {denied}')
         else:
             self._json(201, body)
+
+    def get_object(self, ns: str, resource: str, name: str, body: Any) -> None:
+        """Any object of `existing` (a Service, a Role, a PodGroup, ...), as stored."""
+        found = self.cluster.existing.get((resource, ns, name))
+        if found is None:
+            self._status(404, f'{resource} "{name}" not found')
+        else:
+            self._json(200, found)
 
     def list_nodes(self, body: Any) -> None:
         self._page("NodeList", self.cluster.nodes)

@@ -50,6 +50,7 @@ ROUTES: list[tuple[str, str, str]] = [
         "create_object",
     ),
     ("PATCH", r"^/api/v1/namespaces/(?P<ns>[^/]+)/configmaps/(?P<name>[^/]+)$", "patch_config_map"),
+    ("GET", r"^/api(?:s/[^/]+)?/[^/]+/namespaces/(?P<ns>[^/]+)/(?P<resource>[^/]+)/(?P<name>[^/]+)$", "get_object"),
 ]
 
 

@@ -16,6 +16,7 @@ from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
+from tests.harness import OWNER
 from tests.realengine.accounts import kubeconfig_for
 
 AUTOSCALED = {"command": None, "size": 1, "maxSize": 4, "autoscale": {"enabled": True, "admissionPolicy": True}}
@@ -41,7 +42,7 @@ def test_a_user_who_may_not_create_the_policy_is_refused_by_key_before_anything_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     monkeypatch.setenv("KUBECONFIG", str(namespace_owner(admin, control_plane, namespace, tmp_path)))
-    verdict = admission.check(spec(namespace), None)
+    verdict = admission.check(spec(namespace), None, OWNER)
     assert verdict.refused is not None
     assert (
         "minicluster:autoscale.admissionPolicy: the ValidatingAdmissionPolicy is cluster-scoped, and creating it is "
@@ -61,5 +62,5 @@ def test_the_clusters_admin_passes_the_dry_run(
     admin: client.ApiClient, control_plane: ControlPlane, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    verdict = admission.check(spec(namespace), None)
+    verdict = admission.check(spec(namespace), None, OWNER)
     assert verdict.refused is None or "admissionPolicy" not in verdict.refused, verdict.refused

@@ -66,7 +66,7 @@ def test_the_api_service_is_not_awaited_the_scale_waits_for_rank0_with_every_bro
     """The provider's await of a Service with a selector ends 10 s after its Endpoints last changed."""
     deployment = deploy(config(**API))
     api = next(plain(s.inputs) for s in deployment.of_type(SERVICE) if s.name == "dev-api")
-    assert api["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert await_annotations(api) == {"pulumi.com/skipAwait": "true"}
     assert "pulumi-python:dynamic/minicluster:Scale" in deployment.kinds
 
 

@@ -4,10 +4,12 @@ Secret's content secret, as the SDK's typed classes would declare it."""
 
 from __future__ import annotations
 
+from flux_minicluster.builders.names import AUTO_NAMED_KINDS
+from flux_minicluster.builders.names import OWNER as OWNER_ANNOTATION
 from tests.conftest import config
 from tests.engines.versions import PULUMI_KUBERNETES
-from tests.harness import deploy
-from tests.plain import is_secret
+from tests.harness import OWNER, deploy
+from tests.plain import is_secret, plain
 
 PERSISTENT = config(
     command=None, keeper={"enabled": True}, autoscale={"enabled": True, "admissionPolicy": True},
@@ -48,3 +50,25 @@ def test_a_secrets_content_is_secret_in_and_out_and_nothing_else_is() -> None:
     assert is_secret(next(r for r in deployment.resources if r.name == "dev-curve").inputs["stringData"])
     assert deployment.options["dev-broker-config"]["additionalSecretOutputs"] == []
     assert not is_secret(next(r for r in deployment.resources if r.name == "dev-broker-config").inputs["data"])
+
+
+def test_every_object_that_keeps_its_name_records_the_stack_that_declares_it() -> None:
+    """The dry run tells this stack's objects from another's by it (tests/cluster/test_taken_names.py)."""
+    declared = [
+        plain(r.inputs) for config in (PERSISTENT, GANG) for r in deploy(config).resources
+        if r.typ.startswith("kubernetes:")
+    ]  # fmt: skip
+    named = [obj for obj in declared if obj["kind"] not in AUTO_NAMED_KINDS]
+    assert {obj["kind"] for obj in named} == {kind.rsplit(":", 1)[1] for kind in PROVIDER_TYPES.values()} - {
+        "Secret", "ConfigMap"
+    }  # fmt: skip
+    assert all(obj["metadata"]["annotations"][OWNER_ANNOTATION] == OWNER for obj in named)
+    auto_named = [obj for obj in declared if obj["kind"] in AUTO_NAMED_KINDS]
+    assert auto_named and all("name" not in obj["metadata"] for obj in auto_named)
+    assert all(OWNER_ANNOTATION not in obj["metadata"].get("annotations", {}) for obj in auto_named)
+
+
+def test_the_jobs_pods_do_not_record_it() -> None:
+    """On the Job's own metadata only: a new annotation in its pod template would replace a running Job."""
+    job = next(plain(r.inputs) for r in deploy(PERSISTENT).resources if r.typ == "kubernetes:batch/v1:Job")
+    assert OWNER_ANNOTATION not in job["spec"]["template"]["metadata"].get("annotations", {})

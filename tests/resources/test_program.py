@@ -144,7 +144,7 @@ def test_service_is_headless_publishes_unready_pods_and_selects_only_broker_pods
 def test_the_job_waits_for_the_service_to_exist_not_for_the_providers_await_of_it() -> None:
     """A headless Service is ready once it exists; the provider's await of it starts two watches first."""
     deployment = deploy(config())
-    assert deployment.one(SERVICE).inputs["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert await_annotations(deployment.one(SERVICE).inputs) == {"pulumi.com/skipAwait": "true"}
     assert deployment.urn(deployment.one(SERVICE)) in deployment.options["dev-job"]["dependencies"]
 
 

@@ -33,7 +33,9 @@ class Verdict:
     """What to tell the user and go ahead with."""
 
 
-def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
+def check(spec: MiniClusterSpec, kube_context: str | None, owner: str) -> Verdict:
+    """`owner`: the stack that declares the MiniCluster (names.OWNER): the objects of its names that exist
+    already must be its own."""
     if spec.admission == "off":
         return Verdict()
     queue = spec.job_labels.get(KUEUE_QUEUE)
@@ -49,7 +51,7 @@ def check(spec: MiniClusterSpec, kube_context: str | None) -> Verdict:
     warnings = []
     try:
         kept = [keeper.pod(spec)] if spec.keeper.enabled else []
-        refused = dry_run.refusals(api_client, spec, [pod, keygen.keygen_pod(spec), *kept])
+        refused = dry_run.refusals(api_client, spec, [pod, keygen.keygen_pod(spec), *kept], owner)
     except dry_run.Skipped as skipped:
         refused, warnings = [], [f"dry run skipped: {skipped}"]
     if refused:

@@ -8,9 +8,15 @@ admission policy that refuses them (Pod Security, a validating webhook, Kyverno,
 workload's pods only when they are created, after the Job was: here it stops `pulumi up` first. What
 else refuses a pod (a LimitRange, a quota) is a matter of room, left to the admission check.
 
-An object that exists already (a later `pulumi up`) is Pulumi's to update: its AlreadyExists says
-nothing. Secret values are never sent: placeholders stand in for them. Each problem is said once, in
-the objects' order, though the dry runs are sent side by side (each waits for the API server).
+An object that exists already is Pulumi's to update when this stack made it (a later `pulumi up`): its
+annotation names the stack (names.OWNER). One that another stack made, or no Pulumi stack (a
+flux-operator's, a `kubectl apply` of render.py's), is refused by name: pulumi-kubernetes 4.25 creates
+by server-side apply, which would take it over (a Service of the same fields, silently), and this
+stack's `pulumi destroy` would delete it. Objects that Pulumi made before they carried their stack pass,
+as this stack's: their field manager is Pulumi's, which of its stacks cannot be told.
+
+Secret values are never sent: placeholders stand in for them. Each problem is said once, in the
+objects' order, though the dry runs are sent side by side (each waits for the API server).
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ RESTRICTED_FITS = (
     "the MiniCluster creates satisfy the restricted one"
 )
 PLACEHOLDER_CERTIFICATE = "(not sent: a dry run judges the Secret, not its key)"
+PULUMI_FIELD_MANAGER = "pulumi-kubernetes-"
+"""How the field manager of every server-side apply by pulumi-kubernetes starts (a random suffix per
+resource): an object whose fields one of them applied was made by Pulumi."""
 RBAC_DENIAL = "cannot create resource"
 """In the RBAC authorizer's refusal ('User "u" cannot create resource "jobs" ...'): a refusal of the
 user, not of the object."""
@@ -49,35 +58,62 @@ class Skipped(RuntimeError):
 
 
 def refusals(
-    api_client: Any, spec: MiniClusterSpec, pods: list[manifests.Manifest],
+    api_client: Any, spec: MiniClusterSpec, pods: list[manifests.Manifest], owner: str,
     timeout: tuple[float, float] = kube.REQUEST_TIMEOUT,
 ) -> list[str]:  # fmt: skip
     """Why the API server would refuse objects of this MiniCluster or an admission policy its `pods`,
-    one line per problem (none: it takes them all). Raises Skipped when it cannot tell."""
+    and which of its names are another's than the stack `owner`'s, one line per problem (none: it takes
+    them all). Raises Skipped when it cannot tell."""
     objects = [rendering.without_secret_values(obj) for obj in manifests.all_objects(spec, PLACEHOLDER_CERTIFICATE)]
     found: dict[str, None] = {}  # in order, each once: a missing namespace refuses every object alike
     sent = [*objects, *pods]
     answers = api_calls.together([functools.partial(_create, api_client, obj, timeout) for obj in sent])
     for obj, answer in zip(sent, answers, strict=True):
-        if isinstance(answer, Exception):
-            refusal = _refusal(obj, kube.problem(answer), spec)
-            if refusal:
-                found[refusal] = None
+        refusal = _refusal(obj, kube.problem(answer), spec) if isinstance(answer, Exception) else None
+        if answer is not None and not isinstance(answer, Exception):
+            refusal = _taken(obj, answer, owner, spec)
+        if refusal:
+            found[refusal] = None
     if any(kube.POD_SECURITY in line for line in found) and not spec.restricted:
         found[RESTRICTED_FITS] = None
     return list(found)
 
 
-def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> None:
+def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> Any | None:
+    """None: the API server would create the object. An object that keeps its name (not one that Pulumi
+    names anew, nor a pod: the pods sent are samples) and exists already: that object as it is (a View)."""
     namespace = None if obj["kind"] in CLUSTER_SCOPED else obj["metadata"]["namespace"]
     path = api_calls.path(obj["apiVersion"], PLURALS[obj["kind"]], namespace)
-    api_calls.request(api_client, "POST", path, {"dryRun": "All"}, obj, timeout)
+    try:
+        api_calls.request(api_client, "POST", path, {"dryRun": "All"}, obj, timeout)
+    except Exception as error:
+        name, kind = obj["metadata"].get("name"), obj["kind"]
+        if kind == "Pod" or kind in names.AUTO_NAMED_KINDS or kube.problem(error).kind != "conflict":
+            raise
+        return api_calls.existing(api_client, f"{path}/{name}", timeout)  # None: deleted since
+    return None
+
+
+def _taken(obj: manifests.Manifest, there: Any, owner: str, spec: MiniClusterSpec) -> str | None:
+    """Why the object of this name that is `there` is not the stack `owner`'s to update, or None."""
+    made_by = (there.metadata.annotations or {}).get(names.OWNER)
+    managers = [field.manager or "" for field in there.metadata.managed_fields or []]
+    if made_by == owner or (made_by is None and any(m.startswith(PULUMI_FIELD_MANAGER) for m in managers)):
+        return None
+    own_service = obj["kind"] in ("Service", "ServiceMonitor") and obj["metadata"]["name"] == spec.service
+    key = "minicluster:serviceName" if own_service and spec.service_name else "minicluster:name"
+    whose = f"Pulumi stack {made_by!r}" if made_by else f"no Pulumi stack (its field managers: {', '.join(managers)})"
+    return (
+        f"the {obj['kind']} {obj['metadata']['name']!r} exists already, made by {whose}: this `pulumi up` would "
+        f"take it over and this stack's `pulumi destroy` delete it. Give this MiniCluster a {key} of its own, "
+        "or another minicluster:namespace"
+    )
 
 
 def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str | None:
     metadata = obj["metadata"]
     what = f"the {obj['kind']} {metadata.get('name') or metadata['generateName'] + '*'!r}"
-    if found.kind == "conflict":  # it exists: Pulumi updates or replaces it
+    if found.kind == "conflict":  # the name of a sample pod, or one that Pulumi does not use
         return None
     if obj["kind"] in CLUSTER_SCOPED:
         return _policy_problem(obj, found)

@@ -1,0 +1,103 @@
+"""The dry run on names that are taken: an object of a name the MiniCluster keeps (its Job, its
+Services, its access objects, ...) that exists already is this stack's to update only when this stack
+made it (names.OWNER). pulumi-kubernetes 4.25 creates by server-side apply: it would take another's over,
+and this stack's `pulumi destroy` delete it (tests/realengine/node/test_taken_names.py, on the real
+engines). The API stand-in answers the dry run's create with the API server's 409 and the object's get as
+stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flux_minicluster.builders.names import OWNER as OWNER_ANNOTATION
+from flux_minicluster.cluster import admission
+from tests.cluster.test_dry_run import verdict
+from tests.conftest import config
+from tests.harness import OWNER, deploy_rejected
+from tests.kube_api import Cluster
+from tests.kube_api.samples import FOUR
+
+Json = dict[str, Any]
+ANOTHER_STACK = "organization/minicluster/other"
+
+
+def stored(kind: str, name: str, stack: str | None, manager: str = "pulumi-kubernetes-77885006") -> Json:
+    """An object as the API server answers a get: its stack's annotation (None: none) and the field
+    manager that applied it."""
+    annotations = {} if stack is None else {OWNER_ANNOTATION: stack}
+    managed = [{"manager": manager, "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1"}]
+    metadata = {"name": name, "namespace": "default", "annotations": annotations, "managedFields": managed}
+    return {"apiVersion": "v1", "kind": kind, "metadata": metadata}
+
+
+def test_the_objects_this_stack_made_are_its_to_update(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", OWNER)
+    kube_api.jobs[("default", "dev")] = stored("Job", "dev", OWNER)
+    assert verdict() == admission.Verdict()
+
+
+def test_a_service_another_stack_made_stops_pulumi_up_before_anything_is_created(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", ANOTHER_STACK)
+    message, deployment = deploy_rejected(config())
+    assert message == (
+        "the API server refuses MiniCluster 'dev' (a dry run):\n"
+        "  - the Service 'dev' exists already, made by Pulumi stack 'organization/minicluster/other': this "
+        "`pulumi up` would take it over and this stack's `pulumi destroy` delete it. Give this MiniCluster a "
+        "minicluster:name of its own, or another minicluster:namespace\n"
+        "Nothing was created."
+    )
+    assert deployment.resources == []
+
+
+def test_a_job_no_pulumi_stack_made_is_refused_with_who_made_it(kube_api: Cluster) -> None:
+    """A flux-operator's MiniCluster of the same name, say: its Job is the operator's."""
+    kube_api.nodes = FOUR
+    kube_api.jobs[("default", "dev")] = stored("Job", "dev", None, manager="flux-operator")
+    found = verdict()
+    assert found.refused is not None
+    assert "  - the Job 'dev' exists already, made by no Pulumi stack (its field managers: flux-operator): " in (
+        found.refused
+    )
+
+
+def test_objects_pulumi_made_before_they_carried_their_stack_are_taken_as_this_stacks(kube_api: Cluster) -> None:
+    """A stack deployed by an earlier release: its next `pulumi up` adds the annotation."""
+    kube_api.nodes = FOUR
+    kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", None)
+    kube_api.jobs[("default", "dev")] = stored("Job", "dev", None)
+    assert verdict() == admission.Verdict()
+
+
+def test_a_service_name_of_its_own_is_refused_by_that_key(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.existing[("services", "default", "shared")] = stored("Service", "shared", ANOTHER_STACK)
+    found = verdict(serviceName="shared")
+    assert found.refused is not None
+    assert "Give this MiniCluster a minicluster:serviceName of its own" in found.refused
+
+
+def test_the_autoscalers_access_objects_are_judged_too(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.existing[("rolebindings", "default", "dev-autoscaler")] = stored("RoleBinding", "dev-autoscaler", "x/y/z")
+    found = verdict(command=None, size=1, maxSize=4, autoscale={"enabled": True})
+    assert found.refused is not None
+    assert "  - the RoleBinding 'dev-autoscaler' exists already, made by Pulumi stack 'x/y/z': " in found.refused
+
+
+def test_a_configmap_of_a_name_pulumi_does_not_use_is_no_problem(kube_api: Cluster) -> None:
+    """Pulumi names each ConfigMap and Secret anew (dev-entrypoint-<8 hex>): render.py's names are free."""
+    kube_api.nodes = FOUR
+    kube_api.existing[("configmaps", "default", "dev-entrypoint")] = stored(
+        "ConfigMap", "dev-entrypoint", None, "kubectl"
+    )
+    assert verdict() == admission.Verdict()
+    assert not any(method == "GET" and "/configmaps/" in path for method, path, _ in kube_api.requests)
+
+
+def test_a_taken_name_is_not_judged_with_admission_off(kube_api: Cluster) -> None:
+    """admission: off asks the cluster nothing, this included (docs/admission.md)."""
+    kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", ANOTHER_STACK)
+    assert verdict(admission="off") == admission.Verdict()
+    assert kube_api.requests == []
