@@ -184,10 +184,11 @@ class MiniClusterSpec(ContainerSettings):
     """Rank 0 resizes an elastic cluster to its queue, between minSize and maxSize (docs/resizing.md)."""
     admission: Literal["refuse", "warn", "off"] = "warn"
     """Before anything is created, send every object and pod to the API server as a dry run (one it
-    refuses stops `pulumi up`), then check that the pods fit the cluster as it is (nodes, their free
-    room, quotas): refuse stops `pulumi up` with what does not fit; warn says so and goes ahead (a cluster
-    autoscaler may add room); off sends nothing to the cluster and reads nothing, the dry run included.
-    With Kueue (jobLabels queue name and suspend) Kueue decides (docs/admission.md)."""
+    refuses, or a name another stack holds, stops `pulumi up`), then check that the pods fit the cluster
+    as it is (nodes, their free room, quotas): refuse stops `pulumi up` with what does not fit; warn says
+    so and goes ahead (a cluster autoscaler may add room); off sends nothing to the cluster and reads
+    nothing, the dry run and the names included. With Kueue (jobLabels queue name and suspend) Kueue
+    decides (docs/admission.md)."""
     scheduler: Scheduler | None = None
     """Gang scheduling (scheduler.gang: coscheduling or volcano): every broker placed at once, or none, so
     that two MiniClusters on a busy cluster never each hold part of their pods and wait for each other."""
