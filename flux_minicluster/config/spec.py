@@ -188,7 +188,7 @@ class MiniClusterSpec(ContainerSettings):
     as it is (nodes, their free room, quotas): refuse stops `pulumi up` with what does not fit; warn says
     so and goes ahead (a cluster autoscaler may add room); off sends nothing to the cluster and reads
     nothing, the dry run and the names included. With Kueue (jobLabels queue name and suspend) Kueue
-    decides (docs/admission.md)."""
+    decides whether it fits; the dry run still runs (docs/admission.md)."""
     scheduler: Scheduler | None = None
     """Gang scheduling (scheduler.gang: coscheduling or volcano): every broker placed at once, or none, so
     that two MiniClusters on a busy cluster never each hold part of their pods and wait for each other."""

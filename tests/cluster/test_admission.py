@@ -186,11 +186,27 @@ def test_a_check_that_may_not_read_the_cluster_says_so_and_goes_ahead(kube_api: 
     ]
 
 
-def test_off_and_kueue_read_nothing(kube_api: Cluster) -> None:
+def test_off_asks_the_cluster_nothing(kube_api: Cluster) -> None:
     assert verdict(admission="off") == admission.Verdict()
+    assert kube_api.requests == []
+
+
+def test_with_kueue_the_room_is_kueues_to_judge_and_nothing_is_read(kube_api: Cluster) -> None:
     kueue = verdict(jobLabels={"kueue.x-k8s.io/queue-name": "hpc"}, suspend=True)
     assert kueue.warnings == ["admission: left to Kueue (queue 'hpc'), which admits the Job when there is room"]
-    assert kube_api.requests == []
+    assert [(method, path) for method, path, _ in kube_api.requests if method == "GET"] == []
+
+
+def test_with_kueue_what_the_api_server_refuses_still_stops_pulumi_up(kube_api: Cluster) -> None:
+    """A Job that Kueue admits later is refused at its create all the same (a webhook, a name another
+    stack holds): the dry run still runs."""
+    kube_api.webhooks.append(lambda obj: "jobs need the label team" if obj["kind"] == "Job" else None)
+    kueue = verdict(jobLabels={"kueue.x-k8s.io/queue-name": "hpc"}, suspend=True)
+    assert kueue.refused is not None
+    assert (
+        "  - the Job 'dev': admission webhook \"policy.example.com\" denied the request: jobs need the label team"
+        in (kueue.refused)
+    )
 
 
 # -- in the program: before any resource ----------------------------------------------------------

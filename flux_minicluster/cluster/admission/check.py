@@ -1,12 +1,13 @@
 """The admission check: does the MiniCluster fit the cluster as it is, before anything is created?
 
 First every object goes to the API server as a dry run (dry_run.py): what it refuses stops
-`pulumi up` whatever minicluster:admission says. Then it reads the cluster with the `kubernetes`
-client on the same context as the keygen provider (one paginated list of nodes, one of the pods that
-hold resources, the namespace's quotas, as raw JSON: decoding 100 000 pods into client models would
-take longer than the check), sends one broker pod through the namespace's real admission
-(LimitRanges, quotas, webhooks) as a server-side dry run (these four side by side), judges with fit.py,
-and answers per `minicluster:admission`: refuse, warn or off.
+`pulumi up` whatever minicluster:admission says but off, a Job that Kueue admits included. Then
+(unless Kueue judges the room) it reads the cluster with the `kubernetes` client on the same context
+as the keygen provider (one paginated list of nodes, one of the pods that hold resources, the
+namespace's quotas, as raw JSON: decoding 100 000 pods into client models would take longer than the
+check), sends one broker pod through the namespace's real admission (LimitRanges, quotas, webhooks)
+as a server-side dry run (these four side by side), judges with fit.py, and answers per
+`minicluster:admission`: refuse, warn or off.
 """
 
 from __future__ import annotations
@@ -38,11 +39,6 @@ def check(spec: MiniClusterSpec, kube_context: str | None, owner: str) -> Verdic
     already must be its own."""
     if spec.admission == "off":
         return Verdict()
-    queue = spec.job_labels.get(KUEUE_QUEUE)
-    if queue and spec.suspend:
-        return Verdict(
-            warnings=[f"admission: left to Kueue (queue {queue!r}), which admits the Job when there is room"]
-        )
     pod = broker_pod(spec)
     try:
         api_client = kube.api_client(kube_context)
@@ -58,6 +54,11 @@ def check(spec: MiniClusterSpec, kube_context: str | None, owner: str) -> Verdic
         lines = "\n".join(f"  - {line}" for line in refused)
         return Verdict(
             refused=f"the API server refuses MiniCluster {spec.name!r} (a dry run):\n{lines}\nNothing was created."
+        )
+    queue = spec.job_labels.get(KUEUE_QUEUE)
+    if queue and spec.suspend:  # the room is Kueue's to judge; what the API server refuses is not
+        return Verdict(
+            warnings=[*warnings, f"admission: left to Kueue (queue {queue!r}), which admits the Job when there is room"]
         )
     try:
         snapshot = read(api_client, spec.namespace, pod)
