@@ -42,10 +42,11 @@ def test_a_service_another_stack_made_stops_pulumi_up_before_anything_is_created
     kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", ANOTHER_STACK)
     message, deployment = deploy_rejected(config())
     assert message == (
-        "the API server refuses MiniCluster 'dev' (a dry run):\n"
-        "  - the Service 'dev' exists already, made by Pulumi stack 'organization/minicluster/other': this "
-        "`pulumi up` would take it over and this stack's `pulumi destroy` delete it. Give this MiniCluster a "
-        "minicluster:name of its own, or another minicluster:namespace\n"
+        "objects of namespace 'default' that MiniCluster 'dev' would create are there already, made by another "
+        "than this stack:\n"
+        "  - the Service 'dev' (minicluster:name), made by Pulumi stack 'organization/minicluster/other'\n"
+        "pulumi-kubernetes creates by server-side apply: it would take each over, and this stack's `pulumi destroy` "
+        "delete it. Give this MiniCluster names of its own by the key named, or another minicluster:namespace.\n"
         "Nothing was created."
     )
     assert deployment.resources == []
@@ -57,7 +58,7 @@ def test_a_job_no_pulumi_stack_made_is_refused_with_who_made_it(kube_api: Cluste
     kube_api.jobs[("default", "dev")] = stored("Job", "dev", None, manager="flux-operator")
     found = verdict()
     assert found.refused is not None
-    assert "  - the Job 'dev' exists already, made by no Pulumi stack (its field managers: flux-operator): " in (
+    assert "  - the Job 'dev' (minicluster:name), made by no Pulumi stack (its field managers: flux-operator)\n" in (
         found.refused
     )
 
@@ -75,7 +76,7 @@ def test_a_service_name_of_its_own_is_refused_by_that_key(kube_api: Cluster) -> 
     kube_api.existing[("services", "default", "shared")] = stored("Service", "shared", ANOTHER_STACK)
     found = verdict(serviceName="shared")
     assert found.refused is not None
-    assert "Give this MiniCluster a minicluster:serviceName of its own" in found.refused
+    assert "  - the Service 'shared' (minicluster:serviceName), made by Pulumi stack " in found.refused
 
 
 def test_the_autoscalers_access_objects_are_judged_too(kube_api: Cluster) -> None:
@@ -83,7 +84,7 @@ def test_the_autoscalers_access_objects_are_judged_too(kube_api: Cluster) -> Non
     kube_api.existing[("rolebindings", "default", "dev-autoscaler")] = stored("RoleBinding", "dev-autoscaler", "x/y/z")
     found = verdict(command=None, size=1, maxSize=4, autoscale={"enabled": True})
     assert found.refused is not None
-    assert "  - the RoleBinding 'dev-autoscaler' exists already, made by Pulumi stack 'x/y/z': " in found.refused
+    assert "  - the RoleBinding 'dev-autoscaler' (minicluster:name), made by Pulumi stack 'x/y/z'\n" in found.refused
 
 
 def test_a_configmap_of_a_name_pulumi_does_not_use_is_no_problem(kube_api: Cluster) -> None:
@@ -101,3 +102,16 @@ def test_a_taken_name_is_not_judged_with_admission_off(kube_api: Cluster) -> Non
     kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", ANOTHER_STACK)
     assert verdict(admission="off") == admission.Verdict()
     assert kube_api.requests == []
+
+
+def test_a_refusal_and_a_taken_name_are_said_together(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.webhooks.append(lambda obj: "jobs need the label team" if obj["kind"] == "Job" else None)
+    kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", ANOTHER_STACK)
+    found = verdict()
+    assert found.refused is not None
+    lines = found.refused.splitlines()
+    assert lines[0] == "the API server refuses MiniCluster 'dev' (a dry run):"
+    assert lines[2].startswith("objects of namespace 'default' that MiniCluster 'dev' would create are there already")
+    assert lines[3] == "  - the Service 'dev' (minicluster:name), made by Pulumi stack 'organization/minicluster/other'"
+    assert lines[-1] == "Nothing was created."

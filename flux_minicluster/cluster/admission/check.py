@@ -47,14 +47,11 @@ def check(spec: MiniClusterSpec, kube_context: str | None, owner: str) -> Verdic
     warnings = []
     try:
         kept = [keeper.pod(spec)] if spec.keeper.enabled else []
-        refused = dry_run.refusals(api_client, spec, [pod, keygen.keygen_pod(spec), *kept], owner)
+        found = dry_run.judged(api_client, spec, [pod, keygen.keygen_pod(spec), *kept], owner)
     except dry_run.Skipped as skipped:
-        refused, warnings = [], [f"dry run skipped: {skipped}"]
-    if refused:
-        lines = "\n".join(f"  - {line}" for line in refused)
-        return Verdict(
-            refused=f"the API server refuses MiniCluster {spec.name!r} (a dry run):\n{lines}\nNothing was created."
-        )
+        found, warnings = dry_run.Judged([], []), [f"dry run skipped: {skipped}"]
+    if found.refused or found.taken:
+        return Verdict(refused=_dry_run_refusal(spec, found))
     queue = spec.job_labels.get(KUEUE_QUEUE)
     if queue and spec.suspend:  # the room is Kueue's to judge; what the API server refuses is not
         return Verdict(
@@ -119,6 +116,21 @@ def shape(spec: MiniClusterSpec, pod: dict[str, Any], size: int | None = None) -
     with the keeper's pod beside them if it has one."""
     kept = keeper.pod(spec)["spec"] if spec.keeper.enabled else None
     return fit.Shape(size or spec.size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name, kept)
+
+
+def _dry_run_refusal(spec: MiniClusterSpec, found: dry_run.Judged) -> str:
+    said = []
+    if found.refused:
+        said += [f"the API server refuses MiniCluster {spec.name!r} (a dry run):", *(f"  - {x}" for x in found.refused)]
+    if found.taken:
+        said += [
+            f"objects of namespace {spec.namespace!r} that MiniCluster {spec.name!r} would create are there already, "
+            "made by another than this stack:", *(f"  - {line}" for line in found.taken),
+            "pulumi-kubernetes creates by server-side apply: it would take each over, and this stack's `pulumi "
+            "destroy` delete it. Give this MiniCluster names of its own by the key named, or another "
+            "minicluster:namespace.",
+        ]  # fmt: skip
+    return "\n".join([*said, "Nothing was created."])
 
 
 def read(

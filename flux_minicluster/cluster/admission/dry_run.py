@@ -22,6 +22,7 @@ objects' order, though the dry runs are sent side by side (each waits for the AP
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 from flux_minicluster.builders import keygen, manifests, names, rendering
@@ -57,26 +58,35 @@ class Skipped(RuntimeError):
     """The dry run could not judge the objects (no access, no answer): the message says why."""
 
 
-def refusals(
+@dataclass(frozen=True)
+class Judged:
+    """What the dry run found, one line per problem, each said once, in the objects' order."""
+
+    refused: list[str]
+    """Why the API server would refuse objects of this MiniCluster, or an admission policy its pods."""
+    taken: list[str]
+    """Which of the names this MiniCluster keeps another stack, or no Pulumi stack, holds."""
+
+
+def judged(
     api_client: Any, spec: MiniClusterSpec, pods: list[manifests.Manifest], owner: str,
     timeout: tuple[float, float] = kube.REQUEST_TIMEOUT,
-) -> list[str]:  # fmt: skip
-    """Why the API server would refuse objects of this MiniCluster or an admission policy its `pods`,
-    and which of its names are another's than the stack `owner`'s, one line per problem (none: it takes
-    them all). Raises Skipped when it cannot tell."""
+) -> Judged:  # fmt: skip
+    """The objects of this MiniCluster and its `pods` as the API server and the stack `owner` judge
+    them (no problem: it takes them all). Raises Skipped when it cannot tell."""
     objects = [rendering.without_secret_values(obj) for obj in manifests.all_objects(spec, PLACEHOLDER_CERTIFICATE)]
-    found: dict[str, None] = {}  # in order, each once: a missing namespace refuses every object alike
+    refused: dict[str, None] = {}  # a dict, as an ordered set: a missing namespace refuses every object alike
+    taken: list[str] = []
     sent = [*objects, *pods]
     answers = api_calls.together([functools.partial(_create, api_client, obj, timeout) for obj in sent])
     for obj, answer in zip(sent, answers, strict=True):
-        refusal = _refusal(obj, kube.problem(answer), spec) if isinstance(answer, Exception) else None
-        if answer is not None and not isinstance(answer, Exception):
-            refusal = _taken(obj, answer, owner, spec)
-        if refusal:
-            found[refusal] = None
-    if any(kube.POD_SECURITY in line for line in found) and not spec.restricted:
-        found[RESTRICTED_FITS] = None
-    return list(found)
+        if isinstance(answer, Exception):
+            refused.update(dict.fromkeys(filter(None, [_refusal(obj, kube.problem(answer), spec)])))
+        elif answer is not None:
+            taken.extend(filter(None, [_taken(obj, answer, owner, spec)]))
+    if any(kube.POD_SECURITY in line for line in refused) and not spec.restricted:
+        refused[RESTRICTED_FITS] = None
+    return Judged(list(refused), taken)
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> Any | None:
@@ -103,11 +113,7 @@ def _taken(obj: manifests.Manifest, there: Any, owner: str, spec: MiniClusterSpe
     own_service = obj["kind"] in ("Service", "ServiceMonitor") and obj["metadata"]["name"] == spec.service
     key = "minicluster:serviceName" if own_service and spec.service_name else "minicluster:name"
     whose = f"Pulumi stack {made_by!r}" if made_by else f"no Pulumi stack (its field managers: {', '.join(managers)})"
-    return (
-        f"the {obj['kind']} {obj['metadata']['name']!r} exists already, made by {whose}: this `pulumi up` would "
-        f"take it over and this stack's `pulumi destroy` delete it. Give this MiniCluster a {key} of its own, "
-        "or another minicluster:namespace"
-    )
+    return f"the {obj['kind']} {obj['metadata']['name']!r} ({key}), made by {whose}"
 
 
 def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str | None:

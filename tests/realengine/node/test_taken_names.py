@@ -32,9 +32,9 @@ def test_a_second_stack_of_the_same_name_is_refused_and_the_first_keeps_its_obje
     second = stack("second")
     refused = second.stack.up(check=False)
     assert refused.returncode != 0
-    holder = "made by Pulumi stack 'organization/minicluster/first': this `pulumi up` would take it over"
-    assert f"the Service 'shared' exists already, {holder}" in refused.stdout
-    assert f"the Job 'shared' exists already, {holder}" in refused.stdout
+    holder = "(minicluster:name), made by Pulumi stack 'organization/minicluster/first'"
+    assert f"  - the Service 'shared' {holder}\n" in refused.stdout
+    assert f"  - the Job 'shared' {holder}\n" in refused.stdout
     assert "Nothing was created." in refused.stdout
     assert left_in(admin, namespace) == before  # not even the second's keygen pod or ConfigMaps
     assert not [kind for kind in second.stack.resource_types() if kind.startswith("kubernetes:")]
