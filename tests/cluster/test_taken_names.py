@@ -115,3 +115,17 @@ def test_a_refusal_and_a_taken_name_are_said_together(kube_api: Cluster) -> None
     assert lines[2].startswith("objects of namespace 'default' that MiniCluster 'dev' would create are there already")
     assert lines[3] == "  - the Service 'dev' (minicluster:name), made by Pulumi stack 'organization/minicluster/other'"
     assert lines[-1] == "Nothing was created."
+
+
+def test_a_taken_name_whose_object_is_being_deleted_says_it_will_be_free(kube_api: Cluster) -> None:
+    """Another stack's `pulumi destroy` still under way (a Job goes once its pods are gone)."""
+    kube_api.nodes = FOUR
+    going = stored("Job", "dev", ANOTHER_STACK)
+    going["metadata"]["deletionTimestamp"] = "2026-11-29T11:00:00Z"
+    kube_api.jobs[("default", "dev")] = going
+    found = verdict()
+    assert found.refused is not None
+    assert (
+        "  - the Job 'dev' (minicluster:name), made by Pulumi stack 'organization/minicluster/other', and being "
+        "deleted: once it is gone the name is free\n"
+    ) in found.refused

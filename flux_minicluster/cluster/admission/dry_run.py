@@ -112,8 +112,10 @@ def _taken(obj: manifests.Manifest, there: Any, owner: str, spec: MiniClusterSpe
         return None
     own_service = obj["kind"] in ("Service", "ServiceMonitor") and obj["metadata"]["name"] == spec.service
     key = "minicluster:serviceName" if own_service and spec.service_name else "minicluster:name"
-    whose = f"Pulumi stack {made_by!r}" if made_by else f"no Pulumi stack (its field managers: {', '.join(managers)})"
-    return f"the {obj['kind']} {obj['metadata']['name']!r} ({key}), made by {whose}"
+    listed = f" (its field managers: {', '.join(managers)})" if managers else ""
+    whose = f"Pulumi stack {made_by!r}" if made_by else f"no Pulumi stack{listed}"
+    going = ", and being deleted: once it is gone the name is free" if there.metadata.deletion_timestamp else ""
+    return f"the {obj['kind']} {obj['metadata']['name']!r} ({key}), made by {whose}{going}"
 
 
 def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str | None:
