@@ -51,6 +51,13 @@ def test_the_autoscalers_service_account_role_and_binding_are_judged_too(kube_ap
     }
 
 
+def test_the_keepers_deployment_account_role_and_binding_are_judged_too(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    assert verdict(command=None, keeper={"enabled": True}) == admission.Verdict()
+    kinds = {body["kind"] for path, body in created(kube_api)}
+    assert {"Deployment", "ServiceAccount", "Role", "RoleBinding"} <= kinds
+
+
 def test_secret_values_are_never_sent(kube_api: Cluster) -> None:
     kube_api.nodes = FOUR
     assert verdict(secret_keys=("environment",), environment={"TOKEN": "s3cret-value"}).refused is None

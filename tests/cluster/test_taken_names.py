@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from flux_minicluster.builders.names import OWNER as OWNER_ANNOTATION
 from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.admission.dry_run import PLURALS
 from tests.cluster.test_dry_run import verdict
 from tests.conftest import config
-from tests.harness import OWNER, deploy_rejected
+from tests.harness import OWNER, deploy, deploy_rejected
 from tests.kube_api import Cluster
 from tests.kube_api.samples import FOUR
+from tests.plain import plain
 
 Json = dict[str, Any]
 ANOTHER_STACK = "organization/minicluster/other"
@@ -129,3 +133,34 @@ def test_a_taken_name_whose_object_is_being_deleted_says_it_will_be_free(kube_ap
         "  - the Job 'dev' (minicluster:name), made by Pulumi stack 'organization/minicluster/other', and being "
         "deleted: once it is gone the name is free\n"
     ) in found.refused
+
+
+PERSISTENT = {
+    "command": None, "size": 1, "maxSize": 4, "keeper": {"enabled": True},
+    "restfulApi": {"enabled": True, "secretName": "api-keys"}, "metrics": {"enabled": True, "serviceMonitor": True},
+}  # fmt: skip
+EVERY_KIND = {
+    "autoscaled": ({**PERSISTENT, "autoscale": {"enabled": True}}, 11),  # with the autoscaler's account, Role, binding
+    "gang": ({**PERSISTENT, "scheduler": {"gang": "coscheduling"}}, 9),  # with the PodGroup
+}
+"""Configs with every object the program names itself (tests/resources/test_kube_object.py), and how many:
+the Job, the two Services, the ServiceMonitor, the keeper's account, Role, binding and Deployment, and ..."""
+
+
+@pytest.mark.parametrize("everything, count", EVERY_KIND.values(), ids=EVERY_KIND.keys())
+def test_every_object_that_keeps_its_name_is_looked_up(kube_api: Cluster, everything: Json, count: int) -> None:
+    """Each is in the dry run, and one of its name that another stack holds is said."""
+    kube_api.nodes = FOUR
+    kube_api.crds |= {"scheduling.x-k8s.io/v1alpha1/podgroups", "monitoring.coreos.com/v1/servicemonitors"}
+    declared = [plain(r.inputs) for r in deploy(config(**everything)).resources if r.typ.startswith("kubernetes:")]
+    named = {(obj["kind"], obj["metadata"]["name"]) for obj in declared if "name" in obj["metadata"]}
+    for kind, name in named:
+        if kind == "Job":
+            kube_api.jobs[("default", name)] = stored(kind, name, ANOTHER_STACK)
+        else:
+            kube_api.existing[(PLURALS[kind], "default", name)] = stored(kind, name, ANOTHER_STACK)
+    found = verdict(**everything)
+    assert found.refused is not None
+    said = {line.split(" (minicluster:")[0] for line in found.refused.splitlines() if " (minicluster:" in line}
+    assert said == {f"  - the {kind} {name!r}" for kind, name in named}
+    assert len(named) == count

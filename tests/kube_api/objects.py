@@ -11,7 +11,7 @@ from urllib.parse import urlparse
 from tests.kube_api.answers import Answers
 from tests.kube_api.cluster import Json, decode_problem
 
-BUILT_IN_GROUPS = {"batch", "rbac.authorization.k8s.io"}
+BUILT_IN_GROUPS = {"apps", "batch", "rbac.authorization.k8s.io"}
 """The API groups of the built-in kinds the program creates (any other group is a custom resource's)."""
 
 
