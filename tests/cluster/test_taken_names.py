@@ -46,8 +46,7 @@ def test_a_service_another_stack_made_stops_pulumi_up_before_anything_is_created
     kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", ANOTHER_STACK)
     message, deployment = deploy_rejected(config())
     assert message == (
-        "objects of namespace 'default' that MiniCluster 'dev' would create are there already, made by another "
-        "than this stack:\n"
+        "objects that MiniCluster 'dev' would create are in namespace 'default' already, and not this stack's:\n"
         "  - the Service 'dev' (minicluster:name), made by Pulumi stack 'organization/minicluster/other'\n"
         "pulumi-kubernetes creates by server-side apply: it would take each over, and this stack's `pulumi destroy` "
         "delete it. Give this MiniCluster names of its own by the key named, or another minicluster:namespace.\n"
@@ -116,7 +115,10 @@ def test_a_refusal_and_a_taken_name_are_said_together(kube_api: Cluster) -> None
     assert found.refused is not None
     lines = found.refused.splitlines()
     assert lines[0] == "the API server refuses MiniCluster 'dev' (a dry run):"
-    assert lines[2].startswith("objects of namespace 'default' that MiniCluster 'dev' would create are there already")
+    assert (
+        lines[2]
+        == "objects that MiniCluster 'dev' would create are in namespace 'default' already, and not this stack's:"
+    )
     assert lines[3] == "  - the Service 'dev' (minicluster:name), made by Pulumi stack 'organization/minicluster/other'"
     assert lines[-1] == "Nothing was created."
 

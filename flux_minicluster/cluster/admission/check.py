@@ -124,8 +124,8 @@ def _dry_run_refusal(spec: MiniClusterSpec, found: dry_run.Judged) -> str:
         said += [f"the API server refuses MiniCluster {spec.name!r} (a dry run):", *(f"  - {x}" for x in found.refused)]
     if found.taken:
         said += [
-            f"objects of namespace {spec.namespace!r} that MiniCluster {spec.name!r} would create are there already, "
-            "made by another than this stack:", *(f"  - {line}" for line in found.taken),
+            f"objects that MiniCluster {spec.name!r} would create are in namespace {spec.namespace!r} already, and "
+            "not this stack's:", *(f"  - {line}" for line in found.taken),
             "pulumi-kubernetes creates by server-side apply: it would take each over, and this stack's `pulumi "
             "destroy` delete it. Give this MiniCluster names of its own by the key named, or another "
             "minicluster:namespace.",

@@ -65,7 +65,8 @@ class Judged:
     refused: list[str]
     """Why the API server would refuse objects of this MiniCluster, or an admission policy its pods."""
     taken: list[str]
-    """Which of the names this MiniCluster keeps another stack, or no Pulumi stack, holds."""
+    """The objects of the names this MiniCluster keeps that are there already, made by another stack or by
+    no Pulumi stack."""
 
 
 def judged(
