@@ -23,6 +23,9 @@ REPLACES = "minicluster.flux-framework.org/replaces"
 REVISION = "minicluster.flux-framework.org/revision"
 """The annotation on the Job: a digest of the Job as declared (resources/scheduling.py: revision), by
 which the scheduling guard tells the Job it guards from the one a replacement deletes first."""
+STOPPED = "minicluster.flux-framework.org/stopped"
+"""The annotation the scheduling guard puts on the Job it stops (with activeDeadlineSeconds): why. A
+guard that meets a Job so marked knows it for one a replacement deletes first, never its own."""
 OWNER = "minicluster.flux-framework.org/stack"
 """The annotation on every object a MiniCluster names itself (the Job, its Services, the access objects,
 ...): the Pulumi stack that declares it, `<organization>/<project>/<stack>`. pulumi-kubernetes 4.25

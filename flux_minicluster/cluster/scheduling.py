@@ -12,20 +12,25 @@ and the message says so.
 
 It guards the Job of its own revision (the Job's annotation), and that Job's pods alone (their Job's
 uid): when the Job is replaced, the guard's replacement starts while the old Job and its pods are still
-there, and once took the old pods, scheduled long before, for the new Job's.
+there, and once took the old pods, scheduled long before, for the new Job's. A Job a guard stopped
+carries why (names.STOPPED): `pulumi up --replace` of it (the fix outside the stack config) makes a new
+Job of the same revision, and its guard waits past the stopped one for it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.builders.names import REVISION
+from flux_minicluster.builders.names import REVISION, STOPPED
 from flux_minicluster.cluster import api_calls, objects, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config.lifecycle import DELETION_MARGIN, POD_GRACE
 
-STOP_NOW = {"spec": {"activeDeadlineSeconds": 1}}
-"""Already past for any Job that has started: the Job controller fails it with DeadlineExceeded."""
+
+def stop_now(why: str) -> dict[str, Any]:
+    """The patch that stops the Job, saying why: an activeDeadlineSeconds already past for any Job that
+    has started (the Job controller fails it with DeadlineExceeded)."""
+    return {"metadata": {"annotations": {STOPPED: why}}, "spec": {"activeDeadlineSeconds": 1}}
 
 
 JOB_CREATION = 30.0
@@ -42,6 +47,10 @@ class JobNotCreated(RuntimeError):
     """The Job this guard was made for did not come."""
 
 
+class StoppedBefore(RuntimeError):
+    """The Job is the one a guard stopped in an earlier update, and this update does not replace it."""
+
+
 def guard(
     api_client: Any,
     namespace: str,
@@ -55,9 +64,11 @@ def guard(
     gang: str | None = None,
 ) -> str:
     """What became of the pods of the Job of `revision`: every one scheduled, or the Job finished.
-    Raises Unschedulable, or JobNotCreated."""
+    Raises Unschedulable, JobNotCreated or StoppedBefore."""
     going = Wait(POD_GRACE + DELETION_MARGIN + JOB_CREATION, clock)  # a replaced Job and its pods go first
     absent = Wait(float("inf"), clock)  # how long neither a Job nor a pod has been there
+    kept = Wait(float("inf"), clock)  # how long a Job a guard stopped has been there, not being deleted
+    replace = f"pulumi up --replace '{job_urn}'"
     wait = Wait(float("inf"), clock)  # until every pod has a node, or the Job has finished
     quiet = [wait.clock.poll]  # without pods to watch (no Job yet, pods not created), look again this soon
 
@@ -66,7 +77,15 @@ def guard(
 
     for listed in watching.pods(api_client, namespace, objects.label_selector(selector), next_look):
         found = api_calls.existing(api_client, api_calls.jobs(namespace, job))
-        if found is None or (found.metadata.annotations or {}).get(REVISION) != revision:
+        marks = (found.metadata.annotations or {}) if found is not None else {}
+        if found is None or marks.get(REVISION) != revision or STOPPED in marks:
+            staying = found is not None and STOPPED in marks and not found.metadata.deletion_timestamp
+            if kept.held_for(staying) >= JOB_CREATION:
+                raise StoppedBefore(
+                    f"the Job {namespace}/{job} is the one its scheduling guard stopped in an earlier `pulumi up` "
+                    f"({marks[STOPPED]}), and this update does not replace it. After a fix outside the stack "
+                    f"config (room added to the cluster), run: {replace}"
+                )
             if going.over or absent.held_for(found is None and not listed) >= JOB_CREATION:
                 raise JobNotCreated(
                     f"the Job {namespace}/{job} of this update was not created (its own error says why, or the "
@@ -84,7 +103,8 @@ def guard(
             reason = _not_created(api_client, namespace, job)
         quiet[0] = wait.clock.poll if len(pods) < size else watching.IDLE_LOOK
         if wait.held_for(bool(reason)) >= schedule_timeout:
-            api_calls.patch(api_client, api_calls.jobs(namespace, job), STOP_NOW)
+            why = f"its pods could not be scheduled for {schedule_timeout:g}s (minicluster:scheduleTimeout)"
+            api_calls.patch(api_client, api_calls.jobs(namespace, job), stop_now(why))
             held = (
                 f" (the {gang} gang scheduler places all {size} at once or none: the cluster has no room for the "
                 "whole gang)" if gang else ""
@@ -93,7 +113,7 @@ def guard(
                 f"the Job's pods could not be scheduled for {schedule_timeout:g}s (minicluster:scheduleTimeout): "
                 f"{reason}{held}. The Job was stopped (activeDeadlineSeconds) so that `pulumi up` ends now rather "
                 f"than after jobTimeout. A fix in the stack config replaces the Job; after any other fix "
-                f"(room added to the cluster), run: pulumi up --target-replace '{job_urn}'"
+                f"(room added to the cluster), run: {replace}"
             )
     raise AssertionError("watching.pods never ends")
 

@@ -46,7 +46,7 @@ class SchedulingGuardProvider(WireProvider):
         from flux_minicluster.cluster import kube, scheduling
 
         inputs = GuardInputs.from_wire(props)
-        saying = (scheduling.Unschedulable, scheduling.JobNotCreated)
+        saying = (scheduling.Unschedulable, scheduling.JobNotCreated, scheduling.StoppedBefore)
         with failing_as("following the Job's pods (the scheduling guard)", *saying):
             outcome = scheduling.guard(
                 kube.api_client(inputs.kube_context), inputs.namespace, inputs.job, inputs.selector, inputs.size,

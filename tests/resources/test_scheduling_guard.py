@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from flux_minicluster.builders.names import REVISION, labels
+from flux_minicluster.builders.names import REVISION, STOPPED, labels
 from flux_minicluster.cluster import api_calls
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.resources import scheduling
@@ -25,6 +25,11 @@ GUARD = "pulumi-python:dynamic/minicluster:SchedulingGuard"
 SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")
 URN = "urn:pulumi:dev::minicluster::minicluster:index:MiniCluster$kubernetes:batch/v1:Job::dev-job"
 FULL = "0/3 nodes are available: 3 Insufficient cpu."
+STOP: dict[str, Any] = {
+    "metadata": {"annotations": {STOPPED: "its pods could not be scheduled for 1s (minicluster:scheduleTimeout)"}},
+    "spec": {"activeDeadlineSeconds": 1},  # a whole number, as the API server wants
+}
+"""The guard's patch of a Job it stops (scheduleTimeout 1): already past, and why."""
 
 
 @pytest.fixture
@@ -92,8 +97,8 @@ def test_pods_that_stay_unschedulable_stop_the_job_and_say_why(plugin: ProviderP
     assert (
         f"the Job's pods could not be scheduled for 1s (minicluster:scheduleTimeout): Unschedulable: {FULL}" in details
     )
-    assert f"pulumi up --target-replace '{URN}'" in details
-    assert patches(api) == [{"spec": {"activeDeadlineSeconds": 1}}]  # a whole number, as the API server wants
+    assert f"pulumi up --replace '{URN}'" in details
+    assert patches(api) == [STOP]
     assert api.jobs[("default", "dev")]["spec"]["activeDeadlineSeconds"] == 1
 
 
@@ -105,7 +110,7 @@ def test_pods_the_job_cannot_create_stop_it_too(plugin: ProviderPlugin, api: Clu
     api.add_event("default", "dev", "FailedCreate", over_quota, kind="Job")
     details = grpc_error(lambda: plugin.create(inputs(plugin)))
     assert f"(minicluster:scheduleTimeout): FailedCreate: {over_quota}" in details
-    assert patches(api) == [{"spec": {"activeDeadlineSeconds": 1}}]
+    assert patches(api) == [STOP]
 
 
 def test_a_job_that_already_finished_needs_no_guard(plugin: ProviderPlugin, api: Cluster) -> None:
@@ -133,7 +138,7 @@ def test_the_pods_of_the_job_a_replacement_deletes_are_not_the_new_jobs(plugin: 
     threading.Thread(target=replaced, daemon=True).start()
     details = grpc_error(lambda: plugin.create(inputs(plugin)))
     assert f"(minicluster:scheduleTimeout): Unschedulable: {FULL}" in details
-    assert patches(api) == [{"spec": {"activeDeadlineSeconds": 1}}]
+    assert patches(api) == [STOP]
 
 
 def test_a_job_that_never_comes_ends_the_guard_with_why(
@@ -148,6 +153,55 @@ def test_a_job_that_never_comes_ends_the_guard_with_why(
     with pytest.raises(guarding.JobNotCreated) as raised:
         guarding.guard(kube.api_client(None), "default", "dev", labels(SPEC, "broker"), 4, 1, URN, JOB_REVISION)
     assert str(raised.value).startswith("the Job default/dev of this update was not created (its own error says why")
+    assert patches(api) == []
+
+
+def stopped_job(deleting: bool) -> dict[str, Any]:
+    """The Job a guard stopped (of the guard's revision), as a `pulumi up --replace` of it finds it."""
+    stopped = job("Failed", "DeadlineExceeded")
+    annotations = {**stopped["metadata"]["annotations"], **STOP["metadata"]["annotations"]}
+    stopped["metadata"] = {**stopped["metadata"], "uid": "stopped-uid", "annotations": annotations}
+    stopped["spec"]["activeDeadlineSeconds"] = 1
+    if deleting:
+        stopped["metadata"]["deletionTimestamp"] = "2026-11-29T12:00:00Z"
+    return stopped
+
+
+def test_the_replacement_of_a_job_a_guard_stopped_is_guarded(plugin: ProviderPlugin, api: Cluster) -> None:
+    """`pulumi up --replace` after a fix outside the stack config: the new Job has the stopped one's
+    revision, and the guard starts while the stopped one is still being deleted."""
+    api.add_job(stopped_job(deleting=True))
+
+    def replaced() -> None:  # once the guard has looked at the stopped Job
+        while not api.reads("/jobs/dev"):
+            time.sleep(0.01)
+        api.add_job(job())
+        for rank in range(4):
+            api.add_pod(broker_pod(rank, unschedulable(FULL), node=None))
+
+    threading.Thread(target=replaced, daemon=True).start()
+    details = grpc_error(lambda: plugin.create(inputs(plugin)))
+    assert f"(minicluster:scheduleTimeout): Unschedulable: {FULL}" in details  # not "the Job finished"
+    assert patches(api) == [STOP]
+
+
+def test_a_job_a_guard_stopped_that_this_update_keeps_ends_the_guard_with_the_command_that_replaces_it(
+    api: Cluster, api_server: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `pulumi up` without --replace after the stop: the Job's own update fails with DeadlineExceeded."""
+    from flux_minicluster.cluster import kube
+    from flux_minicluster.cluster import scheduling as guarding
+
+    monkeypatch.setenv("KUBECONFIG", str(api_server.cluster.kubeconfig))
+    monkeypatch.setattr(guarding, "JOB_CREATION", 1.0)
+    api.add_job(stopped_job(deleting=False))
+    with pytest.raises(guarding.StoppedBefore) as raised:
+        guarding.guard(kube.api_client(None), "default", "dev", labels(SPEC, "broker"), 4, 1, URN, JOB_REVISION)
+    assert str(raised.value) == (
+        "the Job default/dev is the one its scheduling guard stopped in an earlier `pulumi up` (its pods could not "
+        "be scheduled for 1s (minicluster:scheduleTimeout)), and this update does not replace it. After a fix "
+        f"outside the stack config (room added to the cluster), run: pulumi up --replace '{URN}'"
+    )
     assert patches(api) == []
 
 
@@ -215,4 +269,4 @@ def test_a_gang_is_named_in_what_the_guard_says(plugin: ProviderPlugin, api: Clu
     details = grpc_error(lambda: plugin.create(inputs(plugin, gang="coscheduling")))
     held = "(the coscheduling gang scheduler places all 4 at once or none: the cluster has no room for the whole gang)"
     assert held in details
-    assert patches(api) == [{"spec": {"activeDeadlineSeconds": 1}}]
+    assert patches(api) == [STOP]
