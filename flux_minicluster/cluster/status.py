@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from flux_minicluster.builders.names import BROKER_CONTAINER
+from flux_minicluster.builders.names import BROKER_CONTAINER, STOPPED
 from flux_minicluster.cluster import objects
 from flux_minicluster.config import rules, sizing
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -100,6 +100,9 @@ def job_state(job: Any) -> str:
     condition = objects.job_condition(job, ("Complete", "Failed", "Suspended"))
     if condition is None:
         return "Running"
+    stopped = (job.metadata.annotations or {}).get(STOPPED)
+    if condition.type == "Failed" and stopped:  # not a deadline of the user's: DeadlineExceeded says no more
+        return f"Failed (stopped by its scheduling guard: {stopped})"
     return f"{condition.type} ({condition.reason})" if condition.reason else str(condition.type)
 
 
