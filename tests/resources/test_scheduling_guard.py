@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
 from flux_minicluster.builders.names import REVISION, STOPPED, labels
-from flux_minicluster.cluster import api_calls
+from flux_minicluster.cluster import api_calls, kube
+from flux_minicluster.cluster import scheduling as guarding
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.resources import scheduling
 from tests.conftest import config
@@ -141,17 +142,20 @@ def test_the_pods_of_the_job_a_replacement_deletes_are_not_the_new_jobs(plugin: 
     assert patches(api) == [STOP]
 
 
+def guard_here(api_server: StandIn, monkeypatch: pytest.MonkeyPatch) -> Callable[[], str]:
+    """The guard called in this process (its errors as raised), its wait for a Job cut to 1 s."""
+    monkeypatch.setenv("KUBECONFIG", str(api_server.cluster.kubeconfig))
+    monkeypatch.setattr(guarding, "JOB_CREATION", 1.0)
+    selector = labels(SPEC, "broker")
+    return lambda: guarding.guard(kube.api_client(None), "default", "dev", selector, 4, 1, URN, JOB_REVISION)
+
+
 def test_a_job_that_never_comes_ends_the_guard_with_why(
     api: Cluster, api_server: StandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Its create failed, or `pulumi up` was cancelled: the engine waits for the guard all the same."""
-    from flux_minicluster.cluster import kube
-    from flux_minicluster.cluster import scheduling as guarding
-
-    monkeypatch.setenv("KUBECONFIG", str(api_server.cluster.kubeconfig))
-    monkeypatch.setattr(guarding, "JOB_CREATION", 1.0)
     with pytest.raises(guarding.JobNotCreated) as raised:
-        guarding.guard(kube.api_client(None), "default", "dev", labels(SPEC, "broker"), 4, 1, URN, JOB_REVISION)
+        guard_here(api_server, monkeypatch)()
     assert str(raised.value).startswith("the Job default/dev of this update was not created (its own error says why")
     assert patches(api) == []
 
@@ -189,14 +193,9 @@ def test_a_job_a_guard_stopped_that_this_update_keeps_ends_the_guard_with_the_co
     api: Cluster, api_server: StandIn, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A `pulumi up` without --replace after the stop: the Job's own update fails with DeadlineExceeded."""
-    from flux_minicluster.cluster import kube
-    from flux_minicluster.cluster import scheduling as guarding
-
-    monkeypatch.setenv("KUBECONFIG", str(api_server.cluster.kubeconfig))
-    monkeypatch.setattr(guarding, "JOB_CREATION", 1.0)
     api.add_job(stopped_job(deleting=False))
     with pytest.raises(guarding.StoppedBefore) as raised:
-        guarding.guard(kube.api_client(None), "default", "dev", labels(SPEC, "broker"), 4, 1, URN, JOB_REVISION)
+        guard_here(api_server, monkeypatch)()
     assert str(raised.value) == (
         "the Job default/dev is the one its scheduling guard stopped in an earlier `pulumi up` (its pods could not "
         "be scheduled for 1s (minicluster:scheduleTimeout)), and this update does not replace it. After a fix "
