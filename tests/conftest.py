@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from flux_minicluster.config.loader import load_spec
+from tests.harness import close_program_loops
 from tests.kube_api import Cluster, StandIn
 from tests.kubelet.image import real_flux_missing
 from tests.kubelet.pods import Kubelet
@@ -56,8 +57,10 @@ def no_real_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
 @pytest.fixture(autouse=True)
 def collected_after_each_test() -> Iterator[None]:
     """The program and the cluster client freeze what they made out of the garbage collector's passes,
-    for the rest of their process (docs/benchmarks/pulumi-up.md); a test process runs them again and again."""
+    for the rest of their process (docs/benchmarks/pulumi-up.md); a test process runs them again and again.
+    The event loops the programs ran on are closed first, rather than by their finalizers."""
     yield
+    close_program_loops()
     gc.unfreeze()
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import runpy
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +80,36 @@ class Deployment:
 
 
 _LAST = [Deployment()]
+_OPEN_LOOPS: list[asyncio.AbstractEventLoop] = []
+_LOOPS_LOCK = threading.Lock()
+
+
+def close_program_loops() -> None:
+    """Close the event loops of the programs deploy() ran (tests/conftest.py, after each test): the
+    program's own, and one per thread of its executor, which Pulumi's mock monitor makes (its
+    _ensure_event_loop) and never closes. Left open, each is closed by its finalizer whenever the garbage
+    collector reaches it, and that fails (its self-pipe's socket, in the same cycle, may be finalized
+    first: "Invalid file descriptor: -1"). An exception raised while CPython 3.11.7 builds an AST becomes
+    "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905): test_layers.py's
+    ast.parse failed so in a CI run."""
+    with _LOOPS_LOCK:
+        loops, _OPEN_LOOPS[:] = list(_OPEN_LOOPS), []
+    for loop in reversed(loops):
+        loop.close()
+
+
+def _keep_this_threads_loop() -> None:
+    """The calling thread's event loop, if it has one, to be closed with the program's
+    (close_program_loops)."""
+    try:
+        loop = asyncio.get_event_loop()
+    except RuntimeError:  # none: the mock monitor made none here (a registration it answers at once)
+        return
+    with _LOOPS_LOCK:
+        if loop not in _OPEN_LOOPS:
+            _OPEN_LOOPS.append(loop)
+
+
 """The most recent deployment, also when the program raised before returning it."""
 
 
@@ -121,6 +152,7 @@ class RecordingMonitor(mocks.MockMonitor):
 
     def RegisterResource(self, request: Any) -> Any:
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
+        _keep_this_threads_loop()
         self.deployment.registrations[request.name] = (request.parent or None, response.urn)
         self.deployment.options[request.name] = {
             "ignoreChanges": list(request.ignoreChanges),
@@ -149,6 +181,7 @@ def deploy(
     deployment = Deployment()
     _LAST[0] = deployment
     asyncio.set_event_loop(asyncio.new_event_loop())
+    _keep_this_threads_loop()
     settings.ROOT.set(None)
     fake = MiniClusterMocks(deployment)
     pulumi.runtime.set_mocks(
