@@ -77,6 +77,13 @@ def object_metadata(spec: MiniClusterSpec, name: Any, component: str, **extra: A
     return {**named, "namespace": spec.namespace, "labels": labels(spec, component), **extra}
 
 
+def with_annotation(manifest: dict[str, Any], key: str, value: Any) -> dict[str, Any]:
+    """The manifest with one more annotation on the object's own metadata: a Job's pod template stays as
+    it was (a new one would replace a running Job)."""
+    metadata = manifest["metadata"]
+    return {**manifest, "metadata": {**metadata, "annotations": {**metadata.get("annotations", {}), key: value}}}
+
+
 def labels(spec: MiniClusterSpec, component: str) -> dict[str, str]:
     """The MiniCluster's own labels; the broker pods' ones are also the Services' selector."""
     return {

@@ -14,7 +14,7 @@ from typing import Any
 import pulumi
 from pulumi_kubernetes import _utilities
 
-from flux_minicluster.builders.names import OWNER
+from flux_minicluster.builders.names import OWNER, with_annotation
 
 SECRET_FIELDS = {"Secret": ["data", "stringData"]}
 """The fields that Pulumi keeps encrypted in its state and hides in its output, as inputs and as
@@ -29,13 +29,9 @@ def this_stack() -> str:
 
 
 def owned(manifest: dict[str, Any]) -> dict[str, Any]:
-    """The manifest of an object that keeps its name, marked as this stack's (names.OWNER), on its own
-    metadata (a Job's pod template stays as it was). An auto-named object is the stack's by its name."""
-    metadata = manifest["metadata"]
-    if "name" not in metadata:
-        return manifest
-    annotations = {**metadata.get("annotations", {}), OWNER: this_stack()}
-    return {**manifest, "metadata": {**metadata, "annotations": annotations}}
+    """The manifest of an object that keeps its name, marked as this stack's (names.OWNER). An
+    auto-named object is the stack's by its name."""
+    return with_annotation(manifest, OWNER, this_stack()) if "name" in manifest["metadata"] else manifest
 
 
 def resource_type(api_version: str, kind: str) -> str:

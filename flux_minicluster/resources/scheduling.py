@@ -19,7 +19,7 @@ from pulumi.dynamic import (
 )
 from pydantic import Field
 
-from flux_minicluster.builders.names import REVISION
+from flux_minicluster.builders.names import REVISION, with_annotation
 from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, failing_as
 
 
@@ -77,9 +77,7 @@ def revision(job_manifest: Any) -> pulumi.Output[str]:
 def with_revision(job_manifest: dict[str, Any], job_revision: pulumi.Output[str]) -> dict[str, Any]:
     """The Job as declared, its revision added as an annotation (names.REVISION): how its guard knows it
     from the Job that a replacement deletes first. On the Job alone, not its pods: no new pod template."""
-    metadata = job_manifest["metadata"]
-    annotations = {**metadata.get("annotations", {}), REVISION: job_revision}
-    return {**job_manifest, "metadata": {**metadata, "annotations": annotations}}
+    return with_annotation(job_manifest, REVISION, job_revision)
 
 
 class SchedulingGuard(WireResource, module="minicluster", name="SchedulingGuard"):
