@@ -25,25 +25,30 @@ Json = dict[str, Any]
 ANOTHER_STACK = "organization/minicluster/other"
 
 
-def stored(kind: str, name: str, stack: str | None, manager: str = "pulumi-kubernetes-77885006") -> Json:
-    """An object as the API server answers a get: its stack's annotation (None: none) and the field
-    manager that applied it."""
+def store(api: Cluster, kind: str, name: str, stack: str | None, manager: str = "pulumi-kubernetes-77885006") -> Json:
+    """An object of namespace default that exists, as the API server answers a get of it: its stack's
+    annotation (None: none) and the field manager that applied it. Kept where the stand-in keeps its kind."""
     annotations = {} if stack is None else {OWNER_ANNOTATION: stack}
     managed = [{"manager": manager, "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1"}]
     metadata = {"name": name, "namespace": "default", "annotations": annotations, "managedFields": managed}
-    return {"apiVersion": "v1", "kind": kind, "metadata": metadata}
+    obj = {"apiVersion": "v1", "kind": kind, "metadata": metadata}
+    if kind == "Job":
+        api.jobs[("default", name)] = obj
+    else:
+        api.existing[(PLURALS[kind], "default", name)] = obj
+    return obj
 
 
 def test_the_objects_this_stack_made_are_its_to_update(kube_api: Cluster) -> None:
     kube_api.nodes = FOUR
-    kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", OWNER)
-    kube_api.jobs[("default", "dev")] = stored("Job", "dev", OWNER)
+    store(kube_api, "Service", "dev", OWNER)
+    store(kube_api, "Job", "dev", OWNER)
     assert verdict() == admission.Verdict()
 
 
 def test_a_service_another_stack_made_stops_pulumi_up_before_anything_is_created(kube_api: Cluster) -> None:
     kube_api.nodes = FOUR
-    kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", ANOTHER_STACK)
+    store(kube_api, "Service", "dev", ANOTHER_STACK)
     message, deployment = deploy_rejected(config())
     assert message == (
         "objects that MiniCluster 'dev' would create are in namespace 'default' already, and not this stack's:\n"
@@ -58,7 +63,7 @@ def test_a_service_another_stack_made_stops_pulumi_up_before_anything_is_created
 def test_a_job_no_pulumi_stack_made_is_refused_with_who_made_it(kube_api: Cluster) -> None:
     """A flux-operator's MiniCluster of the same name, say: its Job is the operator's."""
     kube_api.nodes = FOUR
-    kube_api.jobs[("default", "dev")] = stored("Job", "dev", None, manager="flux-operator")
+    store(kube_api, "Job", "dev", None, manager="flux-operator")
     found = verdict()
     assert found.refused is not None
     assert "  - the Job 'dev' (minicluster:name), made by no Pulumi stack (its field managers: flux-operator)\n" in (
@@ -69,14 +74,14 @@ def test_a_job_no_pulumi_stack_made_is_refused_with_who_made_it(kube_api: Cluste
 def test_objects_pulumi_made_before_they_carried_their_stack_are_taken_as_this_stacks(kube_api: Cluster) -> None:
     """A stack deployed by an earlier release: its next `pulumi up` adds the annotation."""
     kube_api.nodes = FOUR
-    kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", None)
-    kube_api.jobs[("default", "dev")] = stored("Job", "dev", None)
+    store(kube_api, "Service", "dev", None)
+    store(kube_api, "Job", "dev", None)
     assert verdict() == admission.Verdict()
 
 
 def test_a_service_name_of_its_own_is_refused_by_that_key(kube_api: Cluster) -> None:
     kube_api.nodes = FOUR
-    kube_api.existing[("services", "default", "shared")] = stored("Service", "shared", ANOTHER_STACK)
+    store(kube_api, "Service", "shared", ANOTHER_STACK)
     found = verdict(serviceName="shared")
     assert found.refused is not None
     assert "  - the Service 'shared' (minicluster:serviceName), made by Pulumi stack " in found.refused
@@ -84,7 +89,7 @@ def test_a_service_name_of_its_own_is_refused_by_that_key(kube_api: Cluster) -> 
 
 def test_the_autoscalers_access_objects_are_judged_too(kube_api: Cluster) -> None:
     kube_api.nodes = FOUR
-    kube_api.existing[("rolebindings", "default", "dev-autoscaler")] = stored("RoleBinding", "dev-autoscaler", "x/y/z")
+    store(kube_api, "RoleBinding", "dev-autoscaler", "x/y/z")
     found = verdict(command=None, size=1, maxSize=4, autoscale={"enabled": True})
     assert found.refused is not None
     assert "  - the RoleBinding 'dev-autoscaler' (minicluster:name), made by Pulumi stack 'x/y/z'\n" in found.refused
@@ -93,16 +98,14 @@ def test_the_autoscalers_access_objects_are_judged_too(kube_api: Cluster) -> Non
 def test_a_configmap_of_a_name_pulumi_does_not_use_is_no_problem(kube_api: Cluster) -> None:
     """Pulumi names each ConfigMap and Secret anew (dev-entrypoint-<8 hex>): render.py's names are free."""
     kube_api.nodes = FOUR
-    kube_api.existing[("configmaps", "default", "dev-entrypoint")] = stored(
-        "ConfigMap", "dev-entrypoint", None, "kubectl"
-    )
+    store(kube_api, "ConfigMap", "dev-entrypoint", None, "kubectl")
     assert verdict() == admission.Verdict()
     assert not any(method == "GET" and "/configmaps/" in path for method, path, _ in kube_api.requests)
 
 
 def test_a_taken_name_is_not_judged_with_admission_off(kube_api: Cluster) -> None:
     """admission: off asks the cluster nothing, this included (docs/admission.md)."""
-    kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", ANOTHER_STACK)
+    store(kube_api, "Service", "dev", ANOTHER_STACK)
     assert verdict(admission="off") == admission.Verdict()
     assert kube_api.requests == []
 
@@ -110,7 +113,7 @@ def test_a_taken_name_is_not_judged_with_admission_off(kube_api: Cluster) -> Non
 def test_a_refusal_and_a_taken_name_are_said_together(kube_api: Cluster) -> None:
     kube_api.nodes = FOUR
     kube_api.webhooks.append(lambda obj: "jobs need the label team" if obj["kind"] == "Job" else None)
-    kube_api.existing[("services", "default", "dev")] = stored("Service", "dev", ANOTHER_STACK)
+    store(kube_api, "Service", "dev", ANOTHER_STACK)
     found = verdict()
     assert found.refused is not None
     lines = found.refused.splitlines()
@@ -126,9 +129,8 @@ def test_a_refusal_and_a_taken_name_are_said_together(kube_api: Cluster) -> None
 def test_a_taken_name_whose_object_is_being_deleted_says_it_will_be_free(kube_api: Cluster) -> None:
     """Another stack's `pulumi destroy` still under way (a Job goes once its pods are gone)."""
     kube_api.nodes = FOUR
-    going = stored("Job", "dev", ANOTHER_STACK)
+    going = store(kube_api, "Job", "dev", ANOTHER_STACK)
     going["metadata"]["deletionTimestamp"] = "2026-11-29T11:00:00Z"
-    kube_api.jobs[("default", "dev")] = going
     found = verdict()
     assert found.refused is not None
     assert (
@@ -157,10 +159,7 @@ def test_every_object_that_keeps_its_name_is_looked_up(kube_api: Cluster, everyt
     declared = [plain(r.inputs) for r in deploy(config(**everything)).resources if r.typ.startswith("kubernetes:")]
     named = {(obj["kind"], obj["metadata"]["name"]) for obj in declared if "name" in obj["metadata"]}
     for kind, name in named:
-        if kind == "Job":
-            kube_api.jobs[("default", name)] = stored(kind, name, ANOTHER_STACK)
-        else:
-            kube_api.existing[(PLURALS[kind], "default", name)] = stored(kind, name, ANOTHER_STACK)
+        store(kube_api, kind, name, ANOTHER_STACK)
     found = verdict(**everything)
     assert found.refused is not None
     said = {line.split(" (minicluster:")[0] for line in found.refused.splitlines() if " (minicluster:" in line}
