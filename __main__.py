@@ -6,12 +6,12 @@ with lifelong():  # all the program imports and declares lives until its process
     import pulumi
 
     from flux_minicluster.resources.minicluster import MiniCluster, MiniClusterArgs
-    from flux_minicluster.resources.program import checked_spec, stack_config, stack_secret_keys
+    from flux_minicluster.resources.program import checked_spec, stack_access, stack_config, stack_secret_keys
 
     # Validated, and asked of the cluster, before any resource is declared: a refusal creates nothing.
-    kube_context = pulumi.Config("kubernetes").get("context")
-    spec = checked_spec(stack_config(), pulumi.get_stack(), stack_secret_keys(), kube_context)
-    cluster = MiniCluster(spec.name, MiniClusterArgs(spec=spec, kube_context=kube_context))
+    access = stack_access()  # the cluster the Kubernetes provider is given
+    spec = checked_spec(stack_config(), pulumi.get_stack(), stack_secret_keys(), access)
+    cluster = MiniCluster(spec.name, MiniClusterArgs(spec=spec, access=access))
     for key, value in cluster.outputs().items():
         if value is not None:
             pulumi.export(key, value)

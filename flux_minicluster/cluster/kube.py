@@ -87,19 +87,41 @@ def describe(
     return f"the Kubernetes API refused the request ({said}) while {doing}"
 
 
-def api_client(context: str | None) -> Any:
-    """A client for `context` of the kubeconfig (KUBECONFIG or ~/.kube/config; None: its current context),
-    or for the pod's service account when there is no kubeconfig and this runs inside a cluster."""
+@dataclass(frozen=True)
+class Access:
+    """Which cluster, and how to log in to it: the Kubernetes provider's own two settings, so that what
+    the MiniCluster asks of the cluster itself (the admission check, the keygen pod, the guard, a resize)
+    goes where the provider sends its objects."""
+
+    context: str | None = None
+    """The kubeconfig's context (None: its current one)."""
+    kubeconfig: str | None = None
+    """A kubeconfig's path or its text, as the provider's `kubeconfig` setting takes either (None:
+    KUBECONFIG or ~/.kube/config, as kubectl reads them)."""
+
+    def client(self) -> Any:
+        return api_client(self.context, self.kubeconfig)
+
+
+CURRENT_CONTEXT = Access()
+"""The provider's defaults: the current context of KUBECONFIG or ~/.kube/config."""
+
+
+def api_client(context: str | None, kubeconfig: str | None = None) -> Any:
+    """A client for `context` of the kubeconfig (`kubeconfig`, else KUBECONFIG or ~/.kube/config; None:
+    its current context), or for the pod's service account when there is no kubeconfig and this runs
+    inside a cluster."""
     with lifelong():  # the client's import and configuration: a provider process keeps them to its end
-        return _api_client(context)
+        return _api_client(context, kubeconfig)
 
 
-def _api_client(context: str | None) -> Any:
+def _api_client(context: str | None, given: str | None) -> Any:
     from kubernetes import client, config
 
-    kubeconfig = _kubeconfig()
-    if kubeconfig is not None:
-        _check_context(kubeconfig, context)
+    if given is not None:
+        api = _given_kubeconfig_client(given, context)
+    elif (kubeconfig := _kubeconfig()) is not None:
+        _check_context(_contexts(kubeconfig, f"the kubeconfig {kubeconfig}"), kubeconfig, context)
         try:
             api = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
         except _unreadable_kubeconfig() as error:
@@ -133,17 +155,52 @@ def _where() -> str:
     return f"KUBECONFIG={os.environ['KUBECONFIG']}" if os.environ.get("KUBECONFIG") else "~/.kube/config"
 
 
-def _check_context(kubeconfig: str, context: str | None) -> None:
+def _given_kubeconfig_client(given: str, context: str | None) -> Any:
+    """A client from the kubeconfig the provider was given: the file it names, when one is there (as
+    the provider reads it, `~` expanded), else the kubeconfig's own text. The text is a secret: no
+    message quotes it."""
+    import yaml
+    from kubernetes import config
+
+    path = Path(given).expanduser() if "\n" not in given else None
+    if path is not None and path.is_file():
+        _check_context(_contexts(str(path), f"the kubeconfig {path}"), str(path), context)
+        try:
+            return config.new_client_from_config(config_file=str(path), context=context)  # type: ignore[no-untyped-call]
+        except _unreadable_kubeconfig() as error:
+            raise NoCluster(f"the kubeconfig {path} is not usable: {_one_line(str(error))}") from None
+    where = "the kubeconfig given to the Kubernetes provider"
+    try:
+        loaded = yaml.safe_load(given)
+    except yaml.YAMLError:
+        loaded = None
+    if not isinstance(loaded, dict):
+        raise NoCluster(f"{where} is neither a file that exists nor a kubeconfig's YAML text")
+    _check_context(_contexts(loaded, where), where, context)
+    try:
+        return config.new_client_from_config_dict(loaded, context=context)  # type: ignore[no-untyped-call]
+    except _unreadable_kubeconfig() as error:
+        raise NoCluster(f"{where} is not usable: {_one_line(str(error))}") from None
+
+
+def _contexts(kubeconfig: str | dict[str, Any], where: str) -> list[str]:
+    """The names of the kubeconfig's contexts (a path or the loaded text)."""
     from kubernetes import config
 
     try:
-        contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        if isinstance(kubeconfig, str):
+            contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
+        else:
+            contexts = kubeconfig.get("contexts") or []
+        return [entry["name"] for entry in contexts or []]
     except _unreadable_kubeconfig() as error:
-        raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {_one_line(str(error))}") from None
-    names = [entry["name"] for entry in contexts or []]
+        raise NoCluster(f"{where} is not usable: {_one_line(str(error))}") from None
+
+
+def _check_context(names: list[str], where: str, context: str | None) -> None:
     if context is not None and context not in names:
         known = ", ".join(names) if names else "none"
-        raise NoCluster(f"kubeconfig context {context!r} does not exist in {kubeconfig}; its contexts: {known}")
+        raise NoCluster(f"kubeconfig context {context!r} does not exist in {where}; its contexts: {known}")
 
 
 def _retries() -> Any:

@@ -5,18 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi.provider as provider
+from pulumi.output import Unknown
+from pulumi.runtime import rpc
 
+from flux_minicluster.cluster import kube
 from flux_minicluster.config.outputs import COMPONENT, OUTPUTS
-from flux_minicluster.provider.inputs import ComponentInputs, resolve
+from flux_minicluster.provider.inputs import resolve
 from flux_minicluster.provider.schema import package_schema, version
 from flux_minicluster.resources.minicluster import MiniCluster, MiniClusterArgs
-from flux_minicluster.resources.program import checked_spec
+from flux_minicluster.resources.program import checked_spec, stack_access
+from flux_minicluster.resources.wire import plain
 
 
 class MiniClusterProvider(provider.Provider):
@@ -55,17 +59,47 @@ async def _declare(name: str, given: pulumi.Inputs, options: pulumi.ResourceOpti
     declares nothing, not even the component."""
     inputs = await resolve(given)
     if inputs.unknown:
-        return _not_yet_known(name, inputs, options)
-    kube_context = pulumi.Config("kubernetes").get("context")
-    spec = checked_spec(inputs.stack_config(), name, inputs.secret_keys(), kube_context)
-    cluster = MiniCluster(name, MiniClusterArgs(spec=spec, kube_context=kube_context, packaged=True), options)
+        return _not_yet_known(name, [f"minicluster:{key}" for key in inputs.unknown], options)
+    access = await _access(options)
+    if access is None:
+        return _not_yet_known(name, ("the Kubernetes provider's kubeconfig",), options)
+    spec = checked_spec(inputs.stack_config(), name, inputs.secret_keys(), access)
+    cluster = MiniCluster(name, MiniClusterArgs(spec=spec, access=access, packaged=True), options)
     return Declared(cluster.urn, {key: value for key, value in cluster.outputs().items() if value is not None})
 
 
-def _not_yet_known(name: str, inputs: ComponentInputs, options: pulumi.ResourceOptions | None) -> Declared:
+async def _access(options: pulumi.ResourceOptions | None) -> kube.Access | None:
+    """The cluster the MiniCluster's objects go to, so that what it asks of the cluster itself goes
+    there too: the Kubernetes provider the program gives it (`providers`), as that provider's state
+    holds its settings, or else the stack's default provider's (`kubernetes:*` config). None in a
+    preview before the provider's kubeconfig is known (a cluster the same program makes)."""
+    given = (options.providers or {}) if options is not None else {}
+    provider = given.get("kubernetes") if isinstance(given, Mapping) else None
+    if provider is None:
+        return stack_access()
+    urn, provider_id = await provider.urn.future(), await provider.id.future()
+    if provider_id in (None, rpc.UNKNOWN):  # its settings are not known yet (the engine's unknown ID)
+        return None
+    found = await pulumi.runtime.invoke_async("pulumi:pulumi:getResource", {"urn": urn})
+    settings = plain((found or {}).get("state") or {})
+    if any(isinstance(settings.get(key), Unknown) or settings.get(key) == rpc.UNKNOWN for key in PROVIDER_SETTINGS):
+        return None
+    if settings.get("cluster"):
+        raise pulumi.RunError(
+            f"the Kubernetes provider {str(urn).split('::')[-1]!r} names a kubeconfig cluster (`cluster`), which the "
+            "MiniCluster's own requests cannot follow: give the provider a `context` for that cluster instead"
+        )
+    return kube.Access(settings.get("context"), settings.get("kubeconfig"))
+
+
+PROVIDER_SETTINGS = ("kubeconfig", "context", "cluster")
+"""The Kubernetes provider's settings that say which cluster, and how to log in."""
+
+
+def _not_yet_known(name: str, unknown: Sequence[str], options: pulumi.ResourceOptions | None) -> Declared:
     """A preview before the resources an input comes from exist: the MiniCluster alone, its outputs
     unknown, and why."""
-    keys = ", ".join(f"minicluster:{key}" for key in inputs.unknown)
+    keys = ", ".join(unknown)
     if not pulumi.runtime.is_dry_run():
         raise pulumi.RunError(f"{keys}: not known when the MiniCluster is declared")
     component = pulumi.ComponentResource(COMPONENT, name, None, options)

@@ -12,20 +12,19 @@ import pulumi
 from pulumi.dynamic import CreateResult, UpdateResult
 from pydantic import Field
 
-from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, failing_as
+from flux_minicluster.resources.wire import ClusterInputs, WireProvider, WireResource, failing_as
 
 IDENTITY = ("completionMode", "successPolicy", "podFailurePolicy", "template")
 """The Job's fields that Kubernetes does not let change: a change of one is a new Job."""
 
 
-class DeletionInputs(WireInputs):
+class DeletionInputs(ClusterInputs):
     namespace: str
     job: str
     selector: dict[str, str]
     identity: str
     """A digest of the Job's name and immutable fields: it changes exactly when the Job is replaced."""
     timeout: int = Field(ge=1)
-    kube_context: str | None = Field(default=None, alias="kubeContext")
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job", "selector", "identity"})
     DELETE_BEFORE_REPLACE: ClassVar[bool] = True
@@ -42,13 +41,11 @@ class JobDeletionProvider(WireProvider):
         return UpdateResult(DeletionInputs.from_wire(news).to_wire())
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
-        from flux_minicluster.cluster import deletion, kube
+        from flux_minicluster.cluster import deletion
 
         inputs = DeletionInputs.from_wire(props)
         with failing_as(f"waiting for the Job {inputs.namespace}/{inputs.job} to be gone", deletion.StillThere):
-            deletion.wait_until_gone(
-                kube.api_client(inputs.kube_context), inputs.namespace, inputs.job, inputs.selector, inputs.timeout
-            )
+            deletion.wait_until_gone(inputs.api_client(), inputs.namespace, inputs.job, inputs.selector, inputs.timeout)
 
 
 def identity(job_manifest: Any) -> pulumi.Output[str]:

@@ -30,8 +30,9 @@ from pulumi.dynamic import (
 from pulumi.runtime import rpc
 from pydantic import Field
 
+from flux_minicluster.cluster.kube import CURRENT_CONTEXT, Access
 from flux_minicluster.config import certificate
-from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, plain
+from flux_minicluster.resources.wire import ClusterInputs, WireProvider, WireResource, cluster_inputs, plain
 
 if TYPE_CHECKING:  # the provider process imports this module, and needs neither (0.2 s of its start)
     from flux_minicluster.config.spec import MiniClusterSpec
@@ -39,7 +40,7 @@ if TYPE_CHECKING:  # the provider process imports this module, and needs neither
 OUTPUTS = ("certificate", "publicKey")
 
 
-class CertificateInputs(WireInputs):
+class CertificateInputs(ClusterInputs):
     """The certificate resources' inputs, typed again on arrival from the engine (300.0 -> 300)."""
 
     namespace: str
@@ -50,13 +51,14 @@ class CertificateInputs(WireInputs):
     """Seconds the keygen pod may take (keygen pod only)."""
     schedule_timeout: int | None = Field(default=None, ge=1, alias="scheduleTimeout")
     """Seconds it may stay unschedulable (keygen pod only)."""
-    kube_context: str | None = Field(default=None, alias="kubeContext")
     pod: str | None = None
     """The keygen pod's manifest as JSON text (keygen pod only)."""
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "clusterName", "certName", "rotation"})
     """Inputs whose change means a new keypair. Everything else may change without rotating the key."""
-    CREATION_ONLY: ClassVar[frozenset[str]] = frozenset({"timeout", "scheduleTimeout", "kubeContext", "pod"})
+    CREATION_ONLY: ClassVar[frozenset[str]] = frozenset(
+        {"timeout", "scheduleTimeout", "kubeContext", "kubeconfig", "pod"}
+    )
     """How the keypair is made: a new keygen pod's manifest, image or timeouts change nothing in the
     cluster or in the certificate (and must not show its Secret and the Job as replaced in a preview)."""
     DELETE_BEFORE_REPLACE: ClassVar[bool] = True
@@ -103,7 +105,7 @@ class KeygenPodProvider(_StableCertificateProvider):
         from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
 
         try:
-            api_client = kube.api_client(inputs.kube_context)
+            api_client = inputs.api_client()
         except kube.NoCluster as error:
             raise KeygenError(f"{error}; set kubernetes:context to one of your contexts") from None
         manifest, timeout, schedule_timeout = inputs.keygen_pod()
@@ -126,8 +128,9 @@ def _kept_outputs(props: dict[str, Any]) -> dict[str, Any]:
     return _outputs(certificate.parse(plain(props["certificate"])))
 
 
-def certificate_inputs(spec: MiniClusterSpec, kube_context: str | None = None, *, pod: bool) -> dict[str, Any]:
-    """What the program sends the provider (with `pod`, the keygen pod's): also what the tests send it."""
+def certificate_inputs(spec: MiniClusterSpec, access: Access = CURRENT_CONTEXT, *, pod: bool) -> dict[str, Any]:
+    """What the program sends the provider (with `pod`, the keygen pod and the cluster it runs in): also
+    what the tests send it."""
     inputs = CertificateInputs(
         namespace=spec.namespace, clusterName=spec.name, certName=spec.rank0_host, rotation=spec.certificate_rotation,
     )  # fmt: skip
@@ -136,9 +139,10 @@ def certificate_inputs(spec: MiniClusterSpec, kube_context: str | None = None, *
 
         keygen_pod = keygen_builder.keygen_pod(spec)
         inputs = inputs.model_copy(
-            update={"pod": json.dumps(keygen_pod), "timeout": spec.keygen_timeout, "kube_context": kube_context,
+            update={"pod": json.dumps(keygen_pod), "timeout": spec.keygen_timeout,
                     "schedule_timeout": spec.schedule_timeout}
         )  # fmt: skip
+        return {**inputs.to_wire(), **cluster_inputs(access)}
     return inputs.to_wire()
 
 
@@ -150,10 +154,10 @@ class CurveCertificate(WireResource, module="minicluster", name="CurveCertificat
     publicKey: pulumi.Output[str]
 
     def __init__(
-        self, name: str, spec: MiniClusterSpec, kube_context: str | None, opts: pulumi.ResourceOptions | None = None,
+        self, name: str, spec: MiniClusterSpec, access: Access, opts: pulumi.ResourceOptions | None = None,
         *, packaged: bool = False,
     ) -> None:  # fmt: skip
-        props = {**certificate_inputs(spec, kube_context, pod=True), **dict.fromkeys(OUTPUTS)}
+        props = {**certificate_inputs(spec, access, pod=True), **dict.fromkeys(OUTPUTS)}
         super().__init__(name, props, _secret(opts), packaged=packaged)
 
 

@@ -23,6 +23,7 @@ import pulumi
 
 from flux_minicluster.builders import admission_policy, autoscaling, keeper, manifests, monitoring
 from flux_minicluster.builders.names import INDEX_LABEL, labels
+from flux_minicluster.cluster.kube import CURRENT_CONTEXT, Access
 from flux_minicluster.config import lifecycle
 from flux_minicluster.config.certificate import parse
 from flux_minicluster.config.outputs import COMPONENT, OUTPUTS
@@ -32,6 +33,7 @@ from flux_minicluster.resources.keygen import CurveCertificate, LocalCurveCertif
 from flux_minicluster.resources.kube_object import KubernetesObject
 from flux_minicluster.resources.scale import Scale
 from flux_minicluster.resources.scheduling import SchedulingGuard, revision, with_revision
+from flux_minicluster.resources.wire import cluster_inputs
 
 # Immutable Job fields that the provider would otherwise try to patch in place (and fail).
 JOB_IMMUTABLE_FIELDS = ["spec.completionMode", "spec.successPolicy", "spec.podFailurePolicy"]
@@ -48,9 +50,9 @@ ACCESS_KINDS = {
 class MiniClusterArgs:
     spec: MiniClusterSpec
     """The validated stack config (see flux_minicluster.config.spec.MiniClusterSpec for every setting)."""
-    kube_context: str | None = None
-    """kubeconfig context for the keygen pod; pass the `kubernetes:context` setting so the keygen pod
-    and the Kubernetes provider talk to the same cluster. None: the kubeconfig's current context."""
+    access: Access = CURRENT_CONTEXT
+    """The cluster the Kubernetes provider is given (its `context` and `kubeconfig`): the keygen pod,
+    the scheduling guard, a resize and the Job's deletion talk to the same one."""
     packaged: bool = False
     """True when the component package's provider declares it for another language's program: its
     keygen, scale, scheduling and deletion resources are then the package's own types (wire.py)."""
@@ -172,7 +174,7 @@ class MiniCluster(pulumi.ComponentResource):
     def _scheduling_guard(self, name: str, args: MiniClusterArgs, job_revision: pulumi.Output[str]) -> SchedulingGuard:
         """Beside the Job, not after it: it must act while the provider still awaits the Job. It waits
         for what the Job waits for (the Secret, ConfigMaps and Service), through the Job's revision."""
-        spec, kube_context = args.spec, args.kube_context
+        spec = args.spec
         # The Job's URN as Pulumi forms it (parent, project, stack). From this component's URN alone: a
         # dependency on the component itself would be a cycle, since the guard is one of its children.
         own_urn: pulumi.Output[str] = pulumi.Output.from_input(self.urn.future())  # type: ignore[arg-type]
@@ -180,7 +182,7 @@ class MiniCluster(pulumi.ComponentResource):
         inputs = {
             "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"), "size": spec.size,
             "scheduleTimeout": spec.schedule_timeout, "jobUrn": job_urn, "revision": job_revision,
-            "kubeContext": kube_context, "gang": spec.scheduler.gang if spec.scheduler else None,
+            "gang": spec.scheduler.gang if spec.scheduler else None, **cluster_inputs(args.access),
         }  # fmt: skip
         # It watches a new Job's first pods; growing an elastic Job is the Scale's to watch. (A replaced
         # Job starts at the size Pulumi keeps for it, the one kept here too.)
@@ -194,7 +196,7 @@ class MiniCluster(pulumi.ComponentResource):
         inputs = {
             "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"),
             "identity": identity(job_manifest), "timeout": lifecycle.POD_GRACE + lifecycle.DELETION_MARGIN,
-            "kubeContext": args.kube_context,
+            **cluster_inputs(args.access),
         }  # fmt: skip
         opts = pulumi.ResourceOptions(parent=self, delete_before_replace=True)
         return JobDeletion(f"{name}-job-deletion", inputs, opts, packaged=args.packaged)
@@ -208,7 +210,7 @@ class MiniCluster(pulumi.ComponentResource):
             "scaleConfig": scale_config, "selector": labels(spec, "broker"), "size": spec.size,
             "minSize": spec.min_size, "maxSize": spec.largest_size, "shrinkPolicy": spec.shrink_policy,
             "shrinkTimeout": spec.shrink_timeout, "jobTimeout": spec.job_timeout,
-            "scheduleTimeout": spec.schedule_timeout, "kubeContext": args.kube_context,
+            "scheduleTimeout": spec.schedule_timeout, **cluster_inputs(args.access),
             **({"autoscale": True} if spec.autoscale.enabled else {}),  # absent: older stacks see no change
         }  # fmt: skip
         return Scale(f"{name}-size", inputs, pulumi.ResourceOptions(parent=self), packaged=args.packaged)
@@ -219,7 +221,7 @@ class MiniCluster(pulumi.ComponentResource):
             return _ProvidedCertificate(spec)
         if spec.keygen == "local":
             return LocalCurveCertificate(f"{name}-curve-certificate", spec, opts, packaged=args.packaged)
-        return CurveCertificate(f"{name}-curve-certificate", spec, args.kube_context, opts, packaged=args.packaged)
+        return CurveCertificate(f"{name}-curve-certificate", spec, args.access, opts, packaged=args.packaged)
 
     def _named(self, resource_name: str, manifest: manifests.Manifest, **options: Any) -> KubernetesObject:
         """The Job and the Service keep their names: hostnames and DNS records derive from them. A

@@ -10,14 +10,14 @@ from typing import Any
 import pulumi
 
 from flux_minicluster.builders import object_limits
-from flux_minicluster.cluster import admission
+from flux_minicluster.cluster import admission, kube
 from flux_minicluster.config.loader import ConfigError, load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from flux_minicluster.resources.kube_object import this_stack
 
 
 def checked_spec(
-    raw: Mapping[str, Any], default_name: str, secret_keys: Collection[str], kube_context: str | None
+    raw: Mapping[str, Any], default_name: str, secret_keys: Collection[str], access: kube.Access
 ) -> MiniClusterSpec:
     """The spec from raw `minicluster:*` config, or pulumi.RunError with every problem, each by key."""
     try:
@@ -25,12 +25,19 @@ def checked_spec(
         object_limits.check(spec)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
-    verdict = admission.check(spec, kube_context, this_stack())
+    verdict = admission.check(spec, access, this_stack())
     for warning in verdict.warnings:
         pulumi.log.warn(warning)
     if verdict.refused:
         raise pulumi.RunError(verdict.refused)
     return spec
+
+
+def stack_access() -> kube.Access:
+    """The cluster the stack's default Kubernetes provider is given: its `kubernetes:context` and
+    `kubernetes:kubeconfig` settings (a secret one too: the provider takes it so)."""
+    config = stack_config()
+    return kube.Access(config.get("kubernetes:context"), config.get("kubernetes:kubeconfig"))
 
 
 def stack_config() -> dict[str, Any]:

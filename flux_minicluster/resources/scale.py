@@ -22,10 +22,10 @@ import pulumi
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from pydantic import Field
 
-from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, failing_as
+from flux_minicluster.resources.wire import ClusterInputs, WireProvider, WireResource, failing_as
 
 
-class ScaleInputs(WireInputs):
+class ScaleInputs(ClusterInputs):
     """The Scale's inputs, typed again on arrival from the engine (numbers come as doubles)."""
 
     namespace: str
@@ -40,7 +40,6 @@ class ScaleInputs(WireInputs):
     shrink_timeout: int = Field(alias="shrinkTimeout", ge=1)
     job_timeout: int = Field(alias="jobTimeout", ge=1)
     schedule_timeout: int = Field(alias="scheduleTimeout", ge=1)
-    kube_context: str | None = Field(default=None, alias="kubeContext")
     autoscale: bool = False
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job"})
@@ -68,7 +67,7 @@ class ScaleProvider(WireProvider):
         if inputs.autoscale:
             return ReadResult(id_, props)
         try:
-            size = scale.live_size(kube.api_client(inputs.kube_context), inputs.namespace, inputs.job)
+            size = scale.live_size(inputs.api_client(), inputs.namespace, inputs.job)
         except Exception as error:
             if not isinstance(error, kube.NoCluster) and kube.problem(error).kind == "not-found":
                 return ReadResult(id_, props)
@@ -86,11 +85,13 @@ def _size_asked(olds: ScaleInputs, news: ScaleInputs) -> bool:
 
 
 def _resize(inputs: ScaleInputs) -> str:
-    from flux_minicluster.cluster import kube, scale
+    from flux_minicluster.cluster import scale
 
-    want = scale.Scale(**inputs.model_dump(exclude={"job_uid", "kube_context"}))  # the same fields, by name
+    want = scale.Scale(
+        **inputs.model_dump(exclude={"job_uid", *ClusterInputs.model_fields})
+    )  # the same fields, by name
     with failing_as(f"bringing the MiniCluster to size {inputs.size}", scale.ResizeFailed):
-        return "\n".join(scale.resize(kube.api_client(inputs.kube_context), want))
+        return "\n".join(scale.resize(inputs.api_client(), want))
 
 
 class Scale(WireResource, module="minicluster", name="Scale"):

@@ -20,10 +20,10 @@ from pulumi.dynamic import (
 from pydantic import Field
 
 from flux_minicluster.builders.names import REVISION, with_annotation
-from flux_minicluster.resources.wire import WireInputs, WireProvider, WireResource, failing_as
+from flux_minicluster.resources.wire import ClusterInputs, WireProvider, WireResource, failing_as
 
 
-class GuardInputs(WireInputs):
+class GuardInputs(ClusterInputs):
     """The guard's inputs, typed again on arrival from the engine (numbers come as doubles)."""
 
     namespace: str
@@ -33,7 +33,6 @@ class GuardInputs(WireInputs):
     schedule_timeout: int = Field(alias="scheduleTimeout", ge=1)
     job_urn: str = Field(alias="jobUrn")
     revision: str
-    kube_context: str | None = Field(default=None, alias="kubeContext")
     gang: str | None = None
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job", "revision"})
@@ -43,13 +42,13 @@ class SchedulingGuardProvider(WireProvider):
     INPUTS = GuardInputs
 
     def create(self, props: dict[str, Any]) -> CreateResult:
-        from flux_minicluster.cluster import kube, scheduling
+        from flux_minicluster.cluster import scheduling
 
         inputs = GuardInputs.from_wire(props)
         saying = (scheduling.Unschedulable, scheduling.JobNotCreated, scheduling.StoppedBefore)
         with failing_as("following the Job's pods (the scheduling guard)", *saying):
             outcome = scheduling.guard(
-                kube.api_client(inputs.kube_context), inputs.namespace, inputs.job, inputs.selector, inputs.size,
+                inputs.api_client(), inputs.namespace, inputs.job, inputs.selector, inputs.size,
                 float(inputs.schedule_timeout), inputs.job_urn, inputs.revision, gang=inputs.gang,
             )  # fmt: skip
         resource_id = f"{inputs.namespace}/{inputs.job}/{inputs.revision[:12]}"

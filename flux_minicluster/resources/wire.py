@@ -13,8 +13,9 @@ import pulumi
 from pulumi.dynamic import CheckFailure, CheckResult, DiffResult, Resource, ResourceProvider
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from flux_minicluster.cluster.kube import Access
 from flux_minicluster.config.project import NAMESPACE
 
 
@@ -86,6 +87,31 @@ class WireInputs(BaseModel):
         return DiffResult(
             changes=bool(changed), replaces=replaces, delete_before_replace=cls.DELETE_BEFORE_REPLACE and bool(replaces)
         )
+
+
+class ClusterInputs(WireInputs):
+    """The inputs of a resource whose provider talks to the cluster: the Kubernetes provider's own
+    `context` and `kubeconfig` (kube.Access), so that it talks to the cluster the objects are in. Given
+    only when set: an older stack's state, which has neither, sees no change."""
+
+    kube_context: str | None = Field(default=None, alias="kubeContext")
+    kubeconfig: str | None = None
+    """A path, or a kubeconfig's text with its credentials: it leaves the provider marked secret."""
+
+    def to_wire(self) -> dict[str, Any]:
+        wire = super().to_wire()
+        if "kubeconfig" in wire:
+            wire["kubeconfig"] = rpc.wrap_rpc_secret(wire["kubeconfig"])
+        return wire
+
+    def api_client(self) -> Any:
+        return Access(self.kube_context, self.kubeconfig).client()
+
+
+def cluster_inputs(access: Access) -> dict[str, Any]:
+    """What the program gives a ClusterInputs resource of the cluster: the kubeconfig as a secret."""
+    given = {"kubeContext": access.context}
+    return given if access.kubeconfig is None else {**given, "kubeconfig": pulumi.Output.secret(access.kubeconfig)}
 
 
 class WireProvider(ResourceProvider):

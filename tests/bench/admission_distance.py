@@ -28,6 +28,7 @@ from pathlib import Path
 import yaml
 
 from flux_minicluster.cluster import admission, api_calls, kube
+from flux_minicluster.cluster.kube import Access
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.engines.control_plane import ControlPlane
@@ -95,7 +96,7 @@ def main() -> None:
         for where, kubeconfig in (("direct", str(plane.kubeconfig)), ("through the proxy", distant.name)):
             os.environ["KUBECONFIG"] = kubeconfig
             trip = median_seconds(functools.partial(one_request, kube.api_client(None)), 9)
-            check = median_seconds(lambda: admission.check(spec, None, OWNER), args.runs)
+            check = median_seconds(lambda: admission.check(spec, Access(), OWNER), args.runs)
             rows.append(f"| {where} | {trip * 1000:.1f} | {check * 1000:.0f} | {check / trip:.1f} |")
     print("| API server | one round trip (ms) | the admission check (ms) | in round trips |")
     print("| --- | ---: | ---: | ---: |")

@@ -9,6 +9,7 @@ import pytest
 
 from flux_minicluster.builders import manifests
 from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.kube import Access
 from flux_minicluster.config import certificate, stack_file
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -105,7 +106,7 @@ def test_the_admission_check_says_that_the_gang_waits_for_room_for_all(kube_api:
     kube_api.crds.add("scheduling.volcano.sh/v1beta1/podgroups")
     found = admission.check(
         spec_of(admission="refuse", size=40, scheduler={"gang": "volcano"}, resources={"requests": {"cpu": "2"}}),
-        None,
+        Access(),
         OWNER,
     )
     assert found.refused is not None

@@ -10,6 +10,7 @@ import yaml
 
 from flux_minicluster.builders import manifests
 from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.kube import Access
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import OWNER, ROOT, deploy, refused_problems
@@ -72,7 +73,7 @@ def test_the_admission_check_counts_gpus_like_any_extended_resource(kube_api: Cl
     kube_api.nodes = [node("gpu-1"), *FOUR[1:]]
     kube_api.nodes[0]["status"]["allocatable"]["nvidia.com/gpu"] = "8"
     raw = config(admission="refuse", gpus=4)
-    found = admission.check(load_spec({f"minicluster:{k}": v for k, v in raw.items()}, "dev"), None, OWNER)
+    found = admission.check(load_spec({f"minicluster:{k}": v for k, v in raw.items()}, "dev"), Access(), OWNER)
     assert found.refused is not None
     assert "the 4 usable nodes have room for 2; each broker needs memory 1Gi (for its /dev/shm: " in found.refused
     assert "nvidia.com/gpu 4; no room for one: nvidia.com/gpu on 3" in found.refused

@@ -10,6 +10,7 @@ import pytest
 
 from flux_minicluster.builders import manifests
 from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.kube import Access
 from flux_minicluster.config import certificate
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -99,7 +100,7 @@ def test_the_service_monitor_follows_the_service_in_the_graph() -> None:
 def test_a_cluster_without_the_prometheus_operator_is_told_before_anything_is_created(kube_api: Cluster) -> None:
     kube_api.nodes = FOUR
     found = admission.check(load_spec({f"minicluster:{k}": v for k, v in config(metrics=MONITORED).items()}, "dev"),
-                            None, OWNER)  # fmt: skip
+                            Access(), OWNER)  # fmt: skip
     assert found.refused is not None
     assert (
         "the cluster has no ServiceMonitor of monitoring.coreos.com/v1 (its CRD is not installed): install the "
@@ -107,7 +108,7 @@ def test_a_cluster_without_the_prometheus_operator_is_told_before_anything_is_cr
     )
     kube_api.crds.add("monitoring.coreos.com/v1/servicemonitors")
     assert admission.check(load_spec({f"minicluster:{k}": v for k, v in config(metrics=MONITORED).items()}, "dev"),
-                           None, OWNER).refused is None  # fmt: skip
+                           Access(), OWNER).refused is None  # fmt: skip
 
 
 REFUSED = [

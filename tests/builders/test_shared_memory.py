@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.kube import Access
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import OWNER, deploy, refused_problems
@@ -90,7 +91,7 @@ def check(kube_api: Cluster, memory: str, **overrides: Any) -> admission.Verdict
     for each in kube_api.nodes:
         each["status"]["allocatable"]["memory"] = memory
     raw = config(admission="refuse", **overrides)
-    return admission.check(load_spec({f"minicluster:{k}": v for k, v in raw.items()}, "dev"), None, OWNER)
+    return admission.check(load_spec({f"minicluster:{k}": v for k, v in raw.items()}, "dev"), Access(), OWNER)
 
 
 def test_the_admission_check_refuses_nodes_without_memory_for_the_dev_shm(kube_api: Cluster) -> None:

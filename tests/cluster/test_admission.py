@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.kube import Access
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import OWNER, deploy, deploy_rejected
@@ -147,7 +148,7 @@ def arrange(api: Cluster, case: Case) -> None:
 def verdict(**overrides: Any) -> admission.Verdict:
     raw = config(**{"admission": "refuse", **overrides})
     spec = load_spec({f"minicluster:{k}": v for k, v in raw.items()}, "dev")
-    return admission.check(spec, None, OWNER)
+    return admission.check(spec, Access(), OWNER)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
@@ -161,7 +162,7 @@ def test_situations(kube_api: Cluster, case: Case) -> None:
 def test_a_misfit_is_a_warning_by_default(kube_api: Cluster) -> None:
     arrange(kube_api, CASES[2])
     spec = load_spec({f"minicluster:{k}": v for k, v in config(**CASES[2].overrides).items()}, "dev")
-    found = admission.check(spec, None, OWNER)
+    found = admission.check(spec, Access(), OWNER)
     assert found.refused is None
     (warning,) = found.warnings
     assert warning.startswith("MiniCluster 'dev' does not fit the cluster as it is:\n  - size 4 needs room for 4 pods")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.kube import Access
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import OWNER, deploy_rejected
@@ -18,7 +19,7 @@ Json = dict[str, Any]
 
 def verdict(secret_keys: tuple[str, ...] = (), **overrides: Any) -> admission.Verdict:
     raw = {f"minicluster:{k}": v for k, v in config(**overrides).items()}
-    return admission.check(load_spec(raw, "dev", [f"minicluster:{key}" for key in secret_keys]), None, OWNER)
+    return admission.check(load_spec(raw, "dev", [f"minicluster:{key}" for key in secret_keys]), Access(), OWNER)
 
 
 def created(api: Cluster) -> list[tuple[str, Json]]:

@@ -6,6 +6,7 @@ and answers as the project's mocks do (tests/harness.py), the engine records the
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import empty_pb2
+from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.proto import (
     engine_pb2,
     engine_pb2_grpc,
@@ -70,6 +72,25 @@ class Monitor(resource_pb2_grpc.ResourceMonitorServicer):
         self.outputs[request.urn] = decode(request.outputs)
         return empty_pb2.Empty()
 
+    def Invoke(self, request: Any, context: Any) -> Any:
+        """The engine's own functions (`pulumi:pulumi:getResource`: a registered resource's state)."""
+        return self.recording.Invoke(request)
+
+    def provider(self, package: str, name: str, settings: dict[str, Any]) -> str:
+        """A provider the program registered, as a reference the engine hands Construct: `URN::ID`. Its
+        state is its settings as given, unknown values included: the engine keeps them so in a preview
+        (the mock monitor, outside a preview of its own, would drop them)."""
+        asyncio.set_event_loop(asyncio.new_event_loop())  # the mock monitor's, closed after the test
+        registered = self.recording.RegisterResource(
+            resource_pb2.RegisterResourceRequest(
+                type=f"pulumi:providers:{package}", name=name, parent=STACK_URN, custom=True, object=encode(settings)
+            )
+        )
+        self.recording.resources[registered.urn] = MockMonitor.ResourceRegistration(
+            registered.urn, registered.id, settings
+        )
+        return f"{registered.urn}::{registered.id}"
+
 
 class Engine(engine_pb2_grpc.EngineServicer):
     def __init__(self) -> None:
@@ -100,9 +121,12 @@ class Constructed:
         return [message for severity, message in self.log if severity >= engine_pb2.INFO]
 
 
-def construct(inputs: dict[str, Any], name: str = "dev", preview: bool = False) -> Constructed:
+def construct(
+    inputs: dict[str, Any], name: str = "dev", preview: bool = False, kubernetes: dict[str, Any] | None = None
+) -> Constructed:
     """One Construct of a MiniCluster `name` from `inputs` (already as the wire carries them: see
-    tests/provider_plugin.py's encode and secret), by a freshly started plugin."""
+    tests/provider_plugin.py's encode and secret), by a freshly started plugin. `kubernetes`: the
+    settings of a Kubernetes provider the program gives it (`providers`), registered first."""
     deployment, engine = Deployment(), Engine()
     monitor = Monitor(deployment)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
@@ -116,13 +140,14 @@ def construct(inputs: dict[str, Any], name: str = "dev", preview: bool = False) 
         [str(PLUGIN), f"127.0.0.1:{port}"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     constructed = Constructed(deployment, engine.log)
+    providers = {} if kubernetes is None else {"kubernetes": monitor.provider("kubernetes", "cluster", kubernetes)}
     try:
         assert plugin.stdout is not None
         channel = grpc.insecure_channel(f"127.0.0.1:{int(plugin.stdout.readline())}")
         monitor.plugin = provider_pb2_grpc.ResourceProviderStub(channel)
         request = provider_pb2.ConstructRequest(
             project=PROJECT, stack=STACK, monitorEndpoint=f"127.0.0.1:{port}", dryRun=preview, parallel=8,
-            type=COMPONENT, name=name, parent=STACK_URN, inputs=encode(inputs),
+            type=COMPONENT, name=name, parent=STACK_URN, inputs=encode(inputs), providers=providers,
         )  # fmt: skip
         try:
             response = provider_pb2_grpc.ResourceProviderStub(channel).Construct(request, timeout=60)

@@ -12,6 +12,7 @@ from kubernetes import client
 
 from flux_minicluster.builders.names import admission_policy_name
 from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.kube import Access
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.spec import MiniClusterSpec
 from tests.conftest import config
@@ -42,7 +43,7 @@ def test_a_user_who_may_not_create_the_policy_is_refused_by_key_before_anything_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:  # fmt: skip
     monkeypatch.setenv("KUBECONFIG", str(namespace_owner(admin, control_plane, namespace, tmp_path)))
-    verdict = admission.check(spec(namespace), None, OWNER)
+    verdict = admission.check(spec(namespace), Access(), OWNER)
     assert verdict.refused is not None
     assert (
         "minicluster:autoscale.admissionPolicy: the ValidatingAdmissionPolicy is cluster-scoped, and creating it is "
@@ -62,5 +63,5 @@ def test_the_clusters_admin_passes_the_dry_run(
     admin: client.ApiClient, control_plane: ControlPlane, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    verdict = admission.check(spec(namespace), None, OWNER)
+    verdict = admission.check(spec(namespace), Access(), OWNER)
     assert verdict.refused is None or "admissionPolicy" not in verdict.refused, verdict.refused

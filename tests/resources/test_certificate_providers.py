@@ -60,7 +60,7 @@ def local_plugin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProviderP
 
 def program_inputs(plugin: ProviderPlugin, **overrides: Any) -> dict[str, Any]:
     """What `pulumi up` sends for the default stack: the program's own inputs, plus `__provider`."""
-    return plugin.with_provider({**keygen.certificate_inputs(SPEC, None, pod=True), **overrides})
+    return plugin.with_provider({**keygen.certificate_inputs(SPEC, pod=True), **overrides})
 
 
 @pytest.fixture
@@ -148,7 +148,7 @@ def test_an_edited_provider_does_not_rotate_the_key(
     edited.edited = True  # type: ignore[attr-defined]  # other code, other pickled bytes
     from pulumi.dynamic.dynamic import serialize_provider
 
-    news = plugin.with_provider(keygen.certificate_inputs(SPEC, None, pod=True), serialize_provider(edited))
+    news = plugin.with_provider(keygen.certificate_inputs(SPEC, pod=True), serialize_provider(edited))
     assert news["__provider"] != outs["__provider"]
     diff = plugin.diff(resource_id, outs, news)
     assert (diff.changes, list(diff.replaces)) == (DIFF_NONE, [])

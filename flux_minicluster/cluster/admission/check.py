@@ -34,14 +34,14 @@ class Verdict:
     """What to tell the user and go ahead with."""
 
 
-def check(spec: MiniClusterSpec, kube_context: str | None, owner: str) -> Verdict:
-    """`owner`: the stack that declares the MiniCluster (names.OWNER): the objects of its names that exist
-    already must be its own."""
+def check(spec: MiniClusterSpec, access: kube.Access, owner: str) -> Verdict:
+    """`access`: the cluster the Kubernetes provider is given. `owner`: the stack that declares the
+    MiniCluster (names.OWNER): the objects of its names that exist already must be its own."""
     if spec.admission == "off":
         return Verdict()
     pod = broker_pod(spec)
     try:
-        api_client = kube.api_client(kube_context)
+        api_client = access.client()
     except kube.NoCluster as error:
         return Verdict(warnings=[f"admission check skipped: {error}"])
     warnings = []
