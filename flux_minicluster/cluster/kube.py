@@ -121,11 +121,7 @@ def _api_client(context: str | None, given: str | None) -> Any:
     if given is not None:
         api = _given_kubeconfig_client(given, context)
     elif (kubeconfig := _kubeconfig()) is not None:
-        _check_context(_contexts(kubeconfig, f"the kubeconfig {kubeconfig}"), kubeconfig, context)
-        try:
-            api = config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
-        except _unreadable_kubeconfig() as error:
-            raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {_one_line(str(error))}") from None
+        api = _file_client(kubeconfig, context)
     elif context is not None:
         raise NoCluster(f"kubeconfig context {context!r} was asked for, but there is no kubeconfig ({_where()})")
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
@@ -164,11 +160,7 @@ def _given_kubeconfig_client(given: str, context: str | None) -> Any:
 
     path = Path(given).expanduser() if "\n" not in given else None
     if path is not None and path.is_file():
-        _check_context(_contexts(str(path), f"the kubeconfig {path}"), str(path), context)
-        try:
-            return config.new_client_from_config(config_file=str(path), context=context)  # type: ignore[no-untyped-call]
-        except _unreadable_kubeconfig() as error:
-            raise NoCluster(f"the kubeconfig {path} is not usable: {_one_line(str(error))}") from None
+        return _file_client(str(path), context)
     where = "the kubeconfig given to the Kubernetes provider"
     try:
         loaded = yaml.safe_load(given)
@@ -181,6 +173,17 @@ def _given_kubeconfig_client(given: str, context: str | None) -> Any:
         return config.new_client_from_config_dict(loaded, context=context)  # type: ignore[no-untyped-call]
     except _unreadable_kubeconfig() as error:
         raise NoCluster(f"{where} is not usable: {_one_line(str(error))}") from None
+
+
+def _file_client(kubeconfig: str, context: str | None) -> Any:
+    """A client from the kubeconfig file(s) at `kubeconfig` (as KUBECONFIG lists them)."""
+    from kubernetes import config
+
+    _check_context(_contexts(kubeconfig, f"the kubeconfig {kubeconfig}"), kubeconfig, context)
+    try:
+        return config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
+    except _unreadable_kubeconfig() as error:
+        raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {_one_line(str(error))}") from None
 
 
 def _contexts(kubeconfig: str | dict[str, Any], where: str) -> list[str]:

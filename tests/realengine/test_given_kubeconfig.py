@@ -1,0 +1,59 @@
+"""The cluster given to the Kubernetes provider is the one the MiniCluster's own requests go to, under
+the real Pulumi engine and control plane. KUBECONFIG points at no file here, so the admission check, the
+keygen pod and the scheduling guard reach the cluster only through the kubeconfig the provider was
+given: in the stack's `kubernetes:kubeconfig`, or as the settings of a provider the program passes the
+component. Before, they looked for the machine's kubeconfig alone: the check was skipped with a warning
+and the keygen pod failed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from tests.engines.control_plane import ControlPlane
+from tests.harness import example
+from tests.realengine.pulumi_stack import StackOnNode, example_properties
+
+SKIPPED = "admission check skipped"
+
+
+def without_kubeconfig(made: StackOnNode, tmp_path: Path) -> None:
+    made.stack.env["KUBECONFIG"] = str(tmp_path / "no-kubeconfig")
+
+
+def test_a_stack_with_its_kubeconfig_in_its_config_runs_its_job_and_keeps_the_token_secret(
+    stack_on_node: Callable[..., StackOnNode], control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    dev = stack_on_node("dev", **example("dev"))
+    without_kubeconfig(dev, tmp_path)
+    dev.stack.set_secret("kubernetes:kubeconfig", control_plane.kubeconfig.read_text())
+    done = dev.stack.up()
+    assert SKIPPED not in done.stdout + done.stderr
+    assert dev.condition("Complete") == "True"
+    assert control_plane.admin_token not in dev.stack.state_text()  # the provider's and ours: secrets
+    dev.stack.destroy()
+    assert dev.left() == {}
+
+
+def test_a_yaml_program_that_passes_its_provider_runs_its_job_through_it(
+    stack_on_node: Callable[..., StackOnNode], control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    hello = stack_on_node("hello", example="yaml", **example_properties("yaml", "hello"))
+    without_kubeconfig(hello, tmp_path)
+    file = hello.stack.project / "Pulumi.yaml"
+    program = yaml.safe_load(file.read_text())
+    program["config"] = {"kubeconfig": {"type": "string", "secret": True}}
+    program["resources"] = {
+        "cluster": {"type": "pulumi:providers:kubernetes", "properties": {"kubeconfig": "${kubeconfig}"}},
+        "hello": {**program["resources"]["hello"], "options": {"providers": ["${cluster}"]}},
+    }
+    file.write_text(yaml.safe_dump(program))
+    hello.stack.set_secret("kubeconfig", control_plane.kubeconfig.read_text())
+    done = hello.stack.up()
+    assert SKIPPED not in done.stdout + done.stderr
+    assert hello.condition("Complete") == "True"
+    assert control_plane.admin_token not in hello.stack.state_text()
+    hello.stack.destroy()
+    assert hello.left() == {}
