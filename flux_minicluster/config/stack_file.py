@@ -3,7 +3,8 @@
 Used by the scripts that run outside `pulumi up` (render, the operations tool). Encrypted values
 (`secure:`) cannot be read without Pulumi. The certificate, when encrypted, is left out; the other
 keys that may be secret (environment, command, hooks) read as a placeholder where they are encrypted,
-and count as the stack's secret keys.
+and count as the stack's secret keys. Other packages' encrypted keys (a `kubernetes:kubeconfig` set
+with `--secret`) are not the MiniCluster's: they are left out too.
 """
 
 from __future__ import annotations
@@ -58,13 +59,26 @@ def read_config(path: Path) -> tuple[dict[str, Any], list[str]]:
     if not isinstance(config, dict):
         raise ConfigError([f"{path}: `config` must be a mapping of keys to values"])
     encrypted = [key for key, value in config.items() if _is_encrypted(value)]
-    unreadable = [key for key in encrypted if key not in ENCRYPTED_ALLOWED]
+    unreadable = [key for key in encrypted if _ours(key) and key not in ENCRYPTED_ALLOWED]
     if unreadable:
         raise ConfigError([f"{key}: an encrypted value cannot be read without Pulumi" for key in unreadable])
     scalars = _scalar_texts(text)
-    readable = {key: value for key, value in config.items() if not (key == LEFT_OUT and key in encrypted)}
+    left_out = {key for key in encrypted if key == LEFT_OUT or not _ours(key)}
+    readable = {key: value for key, value in config.items() if key not in left_out}
     values = {key: scalars[key] if key in scalars else _text(value) for key, value in readable.items()}
     return values, encrypted
+
+
+def _ours(key: str) -> bool:
+    """A key of the MiniCluster's own config (`minicluster:...`), not of another package's."""
+    return key.startswith(f"{NAMESPACE}:")
+
+
+def kubernetes_settings(path: Path) -> tuple[str | None, str | None]:
+    """The stack's `kubernetes:context` and `kubernetes:kubeconfig`, where the stack file has them in
+    plain text: the cluster `pulumi up` of the stack deploys to."""
+    config, _ = read_config(path)
+    return config.get("kubernetes:context"), config.get("kubernetes:kubeconfig")
 
 
 def _is_encrypted(value: Any) -> bool:

@@ -1,4 +1,5 @@
-"""Operate a deployed MiniCluster: its stack file says which one; the kubeconfig context says where.
+"""Operate a deployed MiniCluster: its stack file says which one, and where (its kubernetes:context and
+kubernetes:kubeconfig where they are in plain text; else the kubeconfig's current context).
 
     minicluster list   --stack dev      # pods: rank, state (with the reason), node, restarts, age
     minicluster status --stack dev      # Job state, pods per phase, why pods wait, replacements
@@ -127,7 +128,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     for name in ("list", "status", "logs", "wait", "exec"):
         sub = commands.add_parser(name)
         sub.add_argument("--stack", default="dev", help="stack name: reads Pulumi.<stack>.yaml (default dev)")
-        sub.add_argument("--context", help="kubeconfig context (default: the current one)")
+        sub.add_argument(
+            "--context", help="kubeconfig context (default: the stack's kubernetes:context, else the current one)"
+        )
+        sub.add_argument(
+            "--kubeconfig", help="kubeconfig file (default: the stack's kubernetes:kubeconfig, else KUBECONFIG)"
+        )
         if name in ("logs", "exec"):
             sub.add_argument("--rank", type=int, default=0, help="which broker (default 0)")
         if name == "logs":
@@ -159,8 +165,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     # Off a terminal (a pipe, a file), a table keeps each row on one line.
     console = Console() if sys.stdout.isatty() else Console(width=250)
     try:
-        spec, _ = stack_file.load(stack_file.stack_path(args.stack))
-        cluster = Cluster(kube.api_client(args.context), spec)
+        path = stack_file.stack_path(args.stack)
+        spec, _ = stack_file.load(path)
+        context, kubeconfig = stack_file.kubernetes_settings(path)  # where `pulumi up` deployed it
+        cluster = Cluster(kube.api_client(args.context or context, args.kubeconfig or kubeconfig), spec)
         return run(args, cluster, console)
     except (ConfigError, kube.NoCluster) as error:
         print(f"error: {error}", file=sys.stderr)  # plain print: one line, never wrapped
