@@ -74,7 +74,7 @@ class Monitor(resource_pb2_grpc.ResourceMonitorServicer):
 
     def Invoke(self, request: Any, context: Any) -> Any:
         """The engine's own functions (`pulumi:pulumi:getResource`: a registered resource's state)."""
-        return self.recording.Invoke(request)
+        return self.recording.Invoke(request)  # type: ignore[no-untyped-call]
 
     def provider(self, package: str, name: str, settings: dict[str, Any]) -> str:
         """A provider the program registered, as a reference the engine hands Construct: `URN::ID`. Its
