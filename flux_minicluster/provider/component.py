@@ -89,7 +89,10 @@ async def _access(options: pulumi.ResourceOptions | None) -> kube.Access | None:
             f"the Kubernetes provider {str(urn).split('::')[-1]!r} names a kubeconfig cluster (`cluster`), which the "
             "MiniCluster's own requests cannot follow: give the provider a `context` for that cluster instead"
         )
-    return kube.Access(settings.get("context"), settings.get("kubeconfig"))
+    kubeconfig = settings.get("kubeconfig")
+    if isinstance(kubeconfig, dict):  # JSON text, as a YAML program's config holds it, arrives parsed
+        kubeconfig = json.dumps(kubeconfig)
+    return kube.Access(settings.get("context"), kubeconfig)
 
 
 PROVIDER_SETTINGS = ("kubeconfig", "context", "cluster")

@@ -4,6 +4,7 @@ protocol (engine_peer.py): its settings are read from the provider's state, as t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
@@ -37,6 +38,16 @@ def test_the_given_providers_kubeconfig_and_context_reach_every_resource_that_ta
     for resource in talking:
         assert is_secret(resource.inputs["kubeconfig"]), resource.typ
         assert (plain(resource.inputs["kubeconfig"]), resource.inputs["kubeContext"]) == (KUBECONFIG, "there")
+
+
+def test_a_kubeconfig_that_arrives_parsed_goes_on_as_its_json_text() -> None:
+    # A YAML program's config value that is JSON text (a kubeconfig written as JSON) reaches the
+    # provider's state as an object: so it did on the real engine (tests/realengine/test_given_kubeconfig.py).
+    given = {"apiVersion": "v1", "kind": "Config", "contexts": [{"name": "there"}]}
+    built = construct(config(admission="off"), kubernetes={"kubeconfig": secret(given)})
+    assert built.error is None
+    keygen = built.deployment.one("minicluster:index:CurveCertificate")
+    assert json.loads(plain(keygen.inputs["kubeconfig"])) == given
 
 
 def test_the_admission_check_reads_the_given_providers_cluster(too_small: StandIn) -> None:
