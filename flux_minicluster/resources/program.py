@@ -25,7 +25,7 @@ def checked_spec(
         object_limits.check(spec)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
-    verdict = admission.check(spec, access, this_stack())
+    verdict = admission.check(spec, access, this_stack(), preview=pulumi.runtime.is_dry_run())
     for warning in verdict.warnings:
         pulumi.log.warn(warning)
     if verdict.refused:

@@ -17,9 +17,10 @@ from tests.kube_api.samples import FOUR
 Json = dict[str, Any]
 
 
-def verdict(secret_keys: tuple[str, ...] = (), **overrides: Any) -> admission.Verdict:
+def verdict(secret_keys: tuple[str, ...] = (), preview: bool = False, **overrides: Any) -> admission.Verdict:
     raw = {f"minicluster:{k}": v for k, v in config(**overrides).items()}
-    return admission.check(load_spec(raw, "dev", [f"minicluster:{key}" for key in secret_keys]), Access(), OWNER)
+    spec = load_spec(raw, "dev", [f"minicluster:{key}" for key in secret_keys])
+    return admission.check(spec, Access(), OWNER, preview=preview)
 
 
 def created(api: Cluster) -> list[tuple[str, Json]]:
@@ -126,6 +127,23 @@ def test_a_namespace_that_does_not_exist_is_refused_once(kube_api: Cluster) -> N
         "  - namespace 'hpc' does not exist: create it, or set minicluster:namespace\n"
         "Nothing was created."
     )
+
+
+def test_in_a_preview_a_namespace_that_does_not_exist_yet_is_left_to_pulumi_up(kube_api: Cluster) -> None:
+    # A program may make the namespace (a Namespace resource whose name the MiniCluster takes): the
+    # preview runs before it exists, and `pulumi up` checks again once it does.
+    found = verdict(namespace="hpc", preview=True)
+    assert found.refused is None
+    assert found.warnings == [
+        "admission check left to `pulumi up`: namespace 'hpc' does not exist yet. If this program makes it, "
+        "`pulumi up` checks the MiniCluster once it is there; if not, `pulumi up` refuses it before anything is "
+        "created (create the namespace, or set minicluster:namespace)"
+    ]
+
+
+def test_in_a_preview_any_other_refusal_stands(kube_api: Cluster) -> None:
+    found = verdict(preview=True, scheduler={"gang": "volcano"})
+    assert found.refused is not None and "the cluster has no PodGroup" in found.refused
 
 
 # -- admission policies judge the pods: before anything is created, whatever minicluster:admission says --

@@ -34,9 +34,10 @@ class Verdict:
     """What to tell the user and go ahead with."""
 
 
-def check(spec: MiniClusterSpec, access: kube.Access, owner: str) -> Verdict:
+def check(spec: MiniClusterSpec, access: kube.Access, owner: str, *, preview: bool = False) -> Verdict:
     """`access`: the cluster the Kubernetes provider is given. `owner`: the stack that declares the
-    MiniCluster (names.OWNER): the objects of its names that exist already must be its own."""
+    MiniCluster (names.OWNER): the objects of its names that exist already must be its own. In a
+    `preview`, a namespace that does not exist yet is no refusal: the program may make it."""
     if spec.admission == "off":
         return Verdict()
     pod = broker_pod(spec)
@@ -50,6 +51,8 @@ def check(spec: MiniClusterSpec, access: kube.Access, owner: str) -> Verdict:
         found = dry_run.judged(api_client, spec, [pod, keygen.keygen_pod(spec), *kept], owner)
     except dry_run.Skipped as skipped:
         found, warnings = dry_run.Judged([], []), [f"dry run skipped: {skipped}"]
+    if found.no_namespace and preview:
+        return Verdict(warnings=[*warnings, _namespace_to_come(spec)])
     if found.refused or found.taken:
         return Verdict(refused=_dry_run_refusal(spec, found))
     queue = spec.job_labels.get(KUEUE_QUEUE)
@@ -116,6 +119,16 @@ def shape(spec: MiniClusterSpec, pod: dict[str, Any], size: int | None = None) -
     with the keeper's pod beside them if it has one."""
     kept = keeper.pod(spec)["spec"] if spec.keeper.enabled else None
     return fit.Shape(size or spec.size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name, kept)
+
+
+def _namespace_to_come(spec: MiniClusterSpec) -> str:
+    """A preview of a program that makes the namespace itself (a Namespace resource whose name the
+    MiniCluster takes): nothing in it can be judged before it exists."""
+    return (
+        f"admission check left to `pulumi up`: namespace {spec.namespace!r} does not exist yet. If this program "
+        "makes it, `pulumi up` checks the MiniCluster once it is there; if not, `pulumi up` refuses it before "
+        "anything is created (create the namespace, or set minicluster:namespace)"
+    )
 
 
 def _dry_run_refusal(spec: MiniClusterSpec, found: dry_run.Judged) -> str:

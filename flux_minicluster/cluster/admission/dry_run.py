@@ -67,6 +67,8 @@ class Judged:
     taken: list[str]
     """The objects of the names this MiniCluster keeps that are there already, made by another stack or by
     no Pulumi stack."""
+    no_namespace: bool = False
+    """The namespace does not exist (yet): the API server judged nothing in it."""
 
 
 def judged(
@@ -87,7 +89,7 @@ def judged(
             taken.extend(filter(None, [_taken(obj, answer, owner, spec)]))
     if any(kube.POD_SECURITY in line for line in refused) and not spec.restricted:
         refused[RESTRICTED_FITS] = None
-    return Judged(list(refused), taken)
+    return Judged(list(refused), taken, no_namespace(spec) in refused)
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> Any | None:
@@ -127,7 +129,7 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
     if obj["kind"] in CLUSTER_SCOPED:
         return _policy_problem(obj, found)
     if found.kind == "not-found" and f'namespaces "{spec.namespace}" not found' in found.detail:
-        return f"namespace {spec.namespace!r} does not exist: create it, or set minicluster:namespace"
+        return no_namespace(spec)
     if found.kind == "not-found" and obj["kind"] in CUSTOM:
         what_to_do = (
             f"install {spec.scheduler.gang if spec.scheduler else 'it'}, or unset minicluster:scheduler"
@@ -142,6 +144,10 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
     needs = "create (a dry run) on what the MiniCluster creates"
     said = kube.describe(found, doing=f"a dry run of {what}", namespace=spec.namespace, needs=needs)
     raise Skipped(said)
+
+
+def no_namespace(spec: MiniClusterSpec) -> str:
+    return f"namespace {spec.namespace!r} does not exist: create it, or set minicluster:namespace"
 
 
 def _policy_refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str:
