@@ -152,22 +152,26 @@ def _where() -> str:
 
 
 def _given_kubeconfig_client(given: str, context: str | None) -> Any:
-    """A client from the kubeconfig the provider was given: the file it names, when one is there (as
-    the provider reads it, `~` expanded), else the kubeconfig's own text. The text is a secret: no
-    message quotes it."""
+    """A client from the kubeconfig the provider was given: its text, when it reads as a kubeconfig's
+    YAML (or JSON) mapping, else the file it names (as the provider reads it, `~` expanded). The text
+    holds credentials: no message quotes it, not even as a file name (one line of JSON is a valid one)."""
     import yaml
     from kubernetes import config
 
-    path = Path(given).expanduser() if "\n" not in given else None
-    if path is not None and path.is_file():
-        return _file_client(str(path), context)
     where = "the kubeconfig given to the Kubernetes provider"
     try:
         loaded = yaml.safe_load(given)
     except yaml.YAMLError:
         loaded = None
     if not isinstance(loaded, dict):
-        raise NoCluster(f"{where} is neither a file that exists nor a kubeconfig's YAML text")
+        path = Path(given).expanduser()
+        try:
+            named = "\n" not in given and path.is_file()
+        except OSError:  # not a name this machine's files can have (too long, say)
+            named = False
+        if not named:
+            raise NoCluster(f"{where} is neither a file that exists nor a kubeconfig's YAML text")
+        return _file_client(str(path), context)
     _check_context(_contexts(loaded, where), where, context)
     try:
         return config.new_client_from_config_dict(loaded, context=context)  # type: ignore[no-untyped-call]

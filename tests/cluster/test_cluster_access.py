@@ -4,9 +4,11 @@ either, in place of KUBECONFIG."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from flux_minicluster.cluster import admission, kube
 from flux_minicluster.cluster.kube import Access
@@ -50,6 +52,14 @@ def test_a_kubeconfig_text_given_is_the_cluster_checked(elsewhere: Cluster) -> N
     assert found.refused is not None and "size 4 needs room for 4 pods" in found.refused
 
 
+def test_a_kubeconfig_as_one_line_of_json_is_read_as_text(elsewhere: Cluster) -> None:
+    # As a YAML program's config hands it on (tests/realengine/test_given_kubeconfig.py): one line, which
+    # reads as a path too, whose first part was too long for a file name (it raised, quoting the text).
+    document = {"preferences": {"note": "x" * 300}, **yaml.safe_load(elsewhere.kubeconfig.read_text())}
+    found = checked(Access(kubeconfig=json.dumps(document)))
+    assert found.refused is not None and "size 4 needs room for 4 pods" in found.refused
+
+
 def test_a_context_missing_from_the_given_kubeconfig_names_the_ones_there_are(elsewhere: Cluster) -> None:
     with pytest.raises(kube.NoCluster) as raised:
         Access(context="nope", kubeconfig=elsewhere.kubeconfig.read_text()).client()
@@ -59,10 +69,15 @@ def test_a_context_missing_from_the_given_kubeconfig_names_the_ones_there_are(el
     )
 
 
-@pytest.mark.parametrize("given", ["apiVersion: v1\nusers: [{name: me, user: {token: s3cret}}", "/no/such/file"])
+@pytest.mark.parametrize(
+    "given",
+    ["apiVersion: v1\nusers: [{name: me, user: {token: s3cret}}", "/no/such/file", '{"token": "s3cret"' + "x" * 300],
+    ids=["broken-yaml", "no-file", "one-long-line"],
+)
 def test_a_kubeconfig_that_is_neither_a_file_nor_yaml_is_said_so_without_its_text(given: str) -> None:
     with pytest.raises(kube.NoCluster) as raised:
         Access(kubeconfig=given).client()
+    assert "s3cret" not in str(raised.value)
     assert str(raised.value) == (
         "the kubeconfig given to the Kubernetes provider is neither a file that exists nor a kubeconfig's YAML text"
     )

@@ -14,7 +14,7 @@ import yaml
 
 from tests.engines.control_plane import ControlPlane
 from tests.harness import example
-from tests.realengine.pulumi_stack import StackOnNode, example_properties
+from tests.realengine.pulumi_stack import Stack, StackOnNode, example_program, example_properties
 
 SKIPPED = "admission check skipped"
 
@@ -31,6 +31,7 @@ def test_a_stack_with_its_kubeconfig_in_its_config_runs_its_job_and_keeps_the_to
     dev.stack.set_secret("kubernetes:kubeconfig", control_plane.kubeconfig.read_text())
     done = dev.stack.up()
     assert SKIPPED not in done.stdout + done.stderr
+    assert control_plane.admin_token not in done.stdout + done.stderr
     assert dev.condition("Complete") == "True"
     assert control_plane.admin_token not in dev.stack.state_text()  # the provider's and ours: secrets
     dev.stack.destroy()
@@ -53,7 +54,26 @@ def test_a_yaml_program_that_passes_its_provider_runs_its_job_through_it(
     hello.stack.set_secret("kubeconfig", control_plane.kubeconfig.read_text())
     done = hello.stack.up()
     assert SKIPPED not in done.stdout + done.stderr
+    assert control_plane.admin_token not in done.stdout + done.stderr
     assert hello.condition("Complete") == "True"
     assert control_plane.admin_token not in hello.stack.state_text()
     hello.stack.destroy()
     assert hello.left() == {}
+
+
+def test_a_preview_before_the_providers_kubeconfig_is_known_shows_the_component_alone(
+    control_plane: ControlPlane, namespace: str, tmp_path: Path
+) -> None:
+    # A provider whose kubeconfig comes from a resource not made yet (as from the cluster the program
+    # makes): here a ConfigMap's uid, unknown until it is created.
+    program = yaml.safe_load(example_program("yaml", "hello", {**example_properties("yaml", "hello"),
+                                                                "namespace": namespace}))  # fmt: skip
+    program["resources"] = {
+        "source": {"type": "kubernetes:core/v1:ConfigMap", "properties": {"metadata": {"namespace": namespace}}},
+        "cluster": {"type": "pulumi:providers:kubernetes", "properties": {"kubeconfig": "${source.metadata.uid}"}},
+        "hello": {**program["resources"]["hello"], "options": {"providers": ["${cluster}"]}},
+    }
+    stack = Stack(control_plane, tmp_path / "stack", "dev", {}, program=yaml.safe_dump(program))
+    previewed = stack.pulumi("preview")
+    assert "the Kubernetes provider's kubeconfig not known until the resources it comes from exist" in previewed.stdout
+    assert "minicluster:index:CurveCertificate" not in previewed.stdout
