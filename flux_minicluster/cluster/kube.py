@@ -166,7 +166,7 @@ def _given_kubeconfig_client(given: str, context: str | None) -> Any:
     if not isinstance(loaded, dict):
         path = Path(given).expanduser()
         try:
-            named = "\n" not in given and path.is_file()
+            named = path.is_file()
         except OSError:  # not a name this machine's files can have (too long, say)
             named = False
         if not named:

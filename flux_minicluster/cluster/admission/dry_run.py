@@ -89,7 +89,7 @@ def judged(
             taken.extend(filter(None, [_taken(obj, answer, owner, spec)]))
     if any(kube.POD_SECURITY in line for line in refused) and not spec.restricted:
         refused[RESTRICTED_FITS] = None
-    return Judged(list(refused), taken, no_namespace(spec) in refused)
+    return Judged(list(refused), taken, _no_namespace(spec) in refused)
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> Any | None:
@@ -129,7 +129,7 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
     if obj["kind"] in CLUSTER_SCOPED:
         return _policy_problem(obj, found)
     if found.kind == "not-found" and f'namespaces "{spec.namespace}" not found' in found.detail:
-        return no_namespace(spec)
+        return _no_namespace(spec)
     if found.kind == "not-found" and obj["kind"] in CUSTOM:
         what_to_do = (
             f"install {spec.scheduler.gang if spec.scheduler else 'it'}, or unset minicluster:scheduler"
@@ -146,7 +146,8 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
     raise Skipped(said)
 
 
-def no_namespace(spec: MiniClusterSpec) -> str:
+def _no_namespace(spec: MiniClusterSpec) -> str:
+    """The refusal of every object in a namespace that does not exist, said once (Judged.no_namespace)."""
     return f"namespace {spec.namespace!r} does not exist: create it, or set minicluster:namespace"
 
 
