@@ -20,7 +20,6 @@ from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import paths
 from flux_minicluster.config.certificate import CertificateError, CurveCertificate, parse, redact
 
-PULL_FAILURES = {"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"}
 COMMAND_NOT_FOUND = 127
 DONE = ("Succeeded", "Failed")
 ENDED_REPORT_WAIT = 5.0
@@ -50,7 +49,7 @@ def run_keygen_pod(
     name = run.create(pod)
     wait = Wait(timeout, clock)
     try:
-        status = run.wait(name, image, wait, schedule_timeout or timeout)
+        status = run.wait(name, wait, schedule_timeout or timeout)
         if status.phase in DONE:
             raise KeygenError(_failure(run, name, status, image))
         return _certificate_by_exec(run, name, container["name"], image, max(wait.remaining, 1.0))
@@ -76,17 +75,17 @@ class _Run:
             raise KeygenError(_api_problem(error, self.namespace, "creating the keygen pod")) from None
         return str(created["metadata"]["name"])
 
-    def wait(self, name: str, image: str, wait: Wait, schedule_timeout: float) -> Any:
+    def wait(self, name: str, wait: Wait, schedule_timeout: float) -> Any:
         """The pod's status once it is done; KeygenError if its image cannot be pulled, it stays
         unschedulable for schedule_timeout, or time runs out. Watched: each change wakes it up."""
         while not wait.over:
             seen = False
             watch_ends = wait.held_until(schedule_timeout)  # wake up when it has waited too long to be scheduled
-            for status in self.statuses(name, max(watch_ends - wait.clock.now(), 0.1)):
-                seen = True
+            for pod in self.changes(name, max(watch_ends - wait.clock.now(), 0.1)):
+                seen, status = True, pod.status
                 if status.phase in DONE or _running(status):
                     return status
-                _check_waiting(status, image)
+                _check_waiting(pod)
                 wait.held_for(bool(objects.unschedulable(status)))
                 if wait.over or wait.held_until(schedule_timeout) < watch_ends:
                     break  # watch again, until the schedule timeout only
@@ -102,14 +101,14 @@ class _Run:
                 wait.held_for(False)
         raise KeygenError(_timeout(self, name, wait.timeout))
 
-    def statuses(self, name: str, remaining: float) -> Iterator[Any]:
-        """The pod's status now and at every change, until the server ends the watch (at `remaining`)."""
+    def changes(self, name: str, remaining: float) -> Iterator[Any]:
+        """The pod now and at every change, until the server ends the watch (at `remaining`)."""
         seconds = max(1, math.ceil(remaining))
         query = {"fieldSelector": f"metadata.name={name}"}
         for change, pod in api_calls.watch(self.api, self.pods, query, seconds, self.request_timeout[0]):
             if change == "DELETED":
                 raise KeygenError(self._deleted(name))
-            yield pod.status
+            yield pod
 
     def _deleted(self, name: str) -> str:
         return (
@@ -195,7 +194,7 @@ def _ended(run: _Run, name: str, within: float = 0.0) -> Any | None:
     try:
         status = run.read(name).status
         if status.phase not in DONE and within > 0:
-            status = next((seen for seen in run.statuses(name, within) if seen.phase in DONE), status)
+            status = next((pod.status for pod in run.changes(name, within) if pod.status.phase in DONE), status)
     except KeygenError:
         raise
     except Exception:
@@ -208,14 +207,11 @@ def _running(status: Any) -> bool:
     return any(c.state is not None and c.state.running is not None for c in status.container_statuses or [])
 
 
-def _check_waiting(status: Any, image: str) -> None:
-    for container in status.container_statuses or []:
-        waiting = container.state.waiting if container.state else None
-        if waiting is not None and waiting.reason in PULL_FAILURES:
-            raise KeygenError(
-                f"cannot pull image {image!r} ({waiting.reason}: {waiting.message or 'no details'}); "
-                "check the name, tag and imagePullSecrets"
-            )
+def _check_waiting(pod: Any) -> None:
+    """An image the pod cannot pull (its own, or the flux view's init container's) fails it at once:
+    waiting longer would only run out keygenTimeout."""
+    if why := objects.image_not_pulled(pod):
+        raise KeygenError(f"the keygen pod's {why}; {objects.PULL_ADVICE}")
 
 
 def _failure(run: _Run, name: str, status: Any, image: str) -> str:

@@ -1,9 +1,10 @@
 """What the objects the API server returns say: a broker pod's rank, a Job's size and end, a pod's
-exit code and why it waits for a node; and the label selector the list calls take. Pure: it reads the
-`kubernetes` client's models, it asks for nothing."""
+exit code, why it waits for a node and why it cannot start; and the label selector the list calls
+take. Pure: it reads the `kubernetes` client's models, it asks for nothing."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -70,3 +71,62 @@ def unschedulable(status: Any) -> str:
     """The same, only when the scheduler found no node for it (not, e.g., a scheduling gate held on purpose)."""
     why = not_scheduled(status)
     return why if why.startswith("Unschedulable") else ""
+
+
+PULL_FAILURES = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
+"""The kubelet's reasons for a container that waits on an image it cannot pull."""
+CREATE_FAILURES = frozenset({"CreateContainerConfigError", "CreateContainerError"})
+"""Its reasons for a container it cannot make: a ConfigMap or Secret key that the container's
+environment names is missing, or the runtime refused the container."""
+PULL_ADVICE = "check the image's name and tag, and minicluster:pod.imagePullSecrets"
+
+
+def image_not_pulled(pod: Any) -> str:
+    """Why one of a pod's containers waits on an image the kubelet cannot pull, init containers first:
+    "container 'x' cannot pull image 'y' (ErrImagePull: ...)"; "" if none does (one still being pulled)."""
+    return _waiting_on(pod, PULL_FAILURES)
+
+
+def container_not_made(pod: Any) -> str:
+    """Why the kubelet cannot make one of a pod's containers: "container 'x' cannot be made
+    (CreateContainerConfigError: ...)"; "" if it can."""
+    return _waiting_on(pod, CREATE_FAILURES)
+
+
+def _waiting_on(pod: Any, reasons: frozenset[str]) -> str:
+    """The first container, init containers first, that waits for one of `reasons`, said in a line. The
+    image named is the pod's as given: a status may name it otherwise (normalized), or not at all."""
+    spec, status = pod.spec, pod.status
+    declared = [*(spec.init_containers or []), *(spec.containers or [])] if spec is not None else []
+    images = {container.name: container.image for container in declared}
+    statuses = [*(status.init_container_statuses or []), *(status.container_statuses or [])] if status else []
+    for container in statuses:
+        waiting = container.state.waiting if container.state is not None else None
+        if waiting is None or waiting.reason not in reasons:
+            continue
+        said = f"{waiting.reason}: {waiting.message or 'no details'}"
+        if waiting.reason in PULL_FAILURES:
+            image = images.get(container.name) or container.image
+            return f"container {container.name!r} cannot pull image {image!r} ({said})"
+        return f"container {container.name!r} cannot be made ({said})"
+    return ""
+
+
+def started(pod: Any) -> bool:
+    """The pod's containers have started (and may have ended): past Pending, which covers its wait for a
+    node, for its images and for its init containers."""
+    return pod.status is not None and pod.status.phase in ("Running", "Succeeded", "Failed")
+
+
+def held_back(pods: Iterable[Any]) -> tuple[str, str]:
+    """What keeps pods from running, and why, from the first of them held back: ("be scheduled", the
+    scheduler's reason), else ("start", the kubelet's, with what to check for an image); ("", "") when
+    nothing does."""
+    pods = list(pods)
+    if why := next((why for pod in pods if (why := unschedulable(pod.status))), ""):
+        return "be scheduled", why
+    if why := next((why for pod in pods if (why := image_not_pulled(pod))), ""):
+        return "start", f"{why}; {PULL_ADVICE}"
+    if why := next((why for pod in pods if (why := container_not_made(pod))), ""):
+        return "start", why
+    return "", ""

@@ -173,7 +173,8 @@ def _patch_job(api: Any, want: Scale, size: int) -> None:
 
 def _await(api: Any, want: Scale, current: int, wait: Wait) -> str:
     """Until every rank below the size has a ready pod and no pod above it is left: woken by each change
-    of the pods (a watch), and at the deadline or when new pods have been unschedulable long enough."""
+    of the pods (a watch), and at the deadline or when new pods have been held back long enough (no node
+    for them, or an image the kubelet cannot pull)."""
     size = want.size
 
     def next_look() -> float:
@@ -192,11 +193,10 @@ def _await(api: Any, want: Scale, current: int, wait: Wait) -> str:
                 raise ResizeFailed(f"the Job {finished}")
             return f"the Job has {finished}"
         new = [pod for pod in pods if current <= objects.pod_rank(pod) < size]
-        reason = next((why for pod in new if (why := objects.unschedulable(pod.status))), "")
+        cannot, reason = objects.held_back(new)
         if wait.held_for(bool(reason)) >= want.schedule_timeout:
             raise ResizeFailed(
-                f"the new pods could not be scheduled for {want.schedule_timeout}s (minicluster:scheduleTimeout): "
-                f"{reason}"
+                f"the new pods could not {cannot} for {want.schedule_timeout}s (minicluster:scheduleTimeout): {reason}"
             )
         if wait.over:
             waits = f"; ranks {', '.join(map(str, leaving))} are still going" if leaving else ""

@@ -1,14 +1,15 @@
-"""Failing fast when the Job's pods cannot be scheduled.
+"""Failing fast when the Job's pods cannot be scheduled, created or started.
 
 pulumi-kubernetes awaits the Job itself: it shows the Job's progress and warning events while it
 waits, but it stops early only for a Job that Failed with BackoffLimitExceeded or DeadlineExceeded,
-and otherwise waits out jobTimeout. So the Job keeps that await, and this guard runs beside it: it
-follows the Job's pods, and if some cannot be scheduled (or not even created, e.g. over quota) for
-scheduleTimeout, it sets the Job's activeDeadlineSeconds (a mutable field) so that the Job fails with
-DeadlineExceeded and the provider's await ends at once. The guard then fails with the scheduler's
-last message. It is done as soon as every pod has a node, or the Job has finished. With a gang
-scheduler (scheduler.gang) it does the same: the gang's pods stay unscheduled together until all fit,
-and the message says so.
+and otherwise waits out jobTimeout (an hour by default). So the Job keeps that await, and this guard
+runs beside it: it follows the Job's pods, and if some are held back for scheduleTimeout (the
+scheduler finds no node, the Job controller cannot create them, over quota say, or the kubelet
+cannot start them: an image it cannot pull, a ConfigMap key the environment names missing), it sets
+the Job's activeDeadlineSeconds (a mutable field) so that the Job fails with DeadlineExceeded and the
+provider's await ends at once. The guard then fails with the last reason it saw. It is done as soon
+as every pod has started, or the Job has finished. With a gang scheduler (scheduler.gang) it does the
+same: the gang's pods stay unscheduled together until all fit, and the message says so.
 
 It guards the Job of its own revision (the Job's annotation), and that Job's pods alone (their Job's
 uid): when the Job is replaced, the guard's replacement starts while the old Job and its pods are still
@@ -39,8 +40,16 @@ engine creates the Job beside the guard, so a Job that does not come by then wil
 failed, or `pulumi up` was cancelled), and the engine waits for the guard all the same."""
 
 
-class Unschedulable(RuntimeError):
-    """The Job's pods could not be scheduled; the Job has been stopped."""
+OTHER_FIXES = {
+    "be scheduled": "room added to the cluster",
+    "be created": "the quota raised",
+    "start": "the image pushed, the pull Secret or the ConfigMap made",
+}
+"""What a fix outside the stack config may be, for each thing the Job's pods could not do."""
+
+
+class HeldBack(RuntimeError):
+    """The Job's pods could not be scheduled, created or started; the Job has been stopped."""
 
 
 class JobNotCreated(RuntimeError):
@@ -64,7 +73,7 @@ def guard(
     gang: str | None = None,
 ) -> str:
     """What became of the pods of the Job of `revision`: every one scheduled, or the Job finished.
-    Raises Unschedulable, JobNotCreated or StoppedBefore."""
+    Raises HeldBack, JobNotCreated or StoppedBefore."""
     going = Wait(POD_GRACE + DELETION_MARGIN + JOB_CREATION, clock)  # a replaced Job and its pods go first
     absent = Wait(float("inf"), clock)  # how long neither a Job nor a pod has been there
     kept = Wait(float("inf"), clock)  # how long a Job a guard stopped has been there, not being deleted
@@ -96,24 +105,23 @@ def guard(
         if objects.job_finished(found):
             return f"the Job {namespace}/{job} finished"
         pods = [pod for pod in listed if objects.job_uid(pod) == found.metadata.uid]
-        if len([pod for pod in pods if pod.spec and pod.spec.node_name]) >= size:
-            return f"all {size} pods of the Job {namespace}/{job} were scheduled"
-        reason = next((why for pod in pods if (why := objects.unschedulable(pod.status))), "")
+        if len([pod for pod in pods if objects.started(pod)]) >= size:
+            return f"all {size} pods of the Job {namespace}/{job} started"
+        cannot, reason = objects.held_back(pods)
         if not reason and len(pods) < size:
-            reason = _not_created(api_client, namespace, job)
+            cannot, reason = "be created", _not_created(api_client, namespace, job)
         quiet[0] = wait.clock.poll if len(pods) < size else watching.IDLE_LOOK
         if wait.held_for(bool(reason)) >= schedule_timeout:
-            why = f"its pods could not be scheduled for {schedule_timeout:g}s (minicluster:scheduleTimeout)"
-            api_calls.patch(api_client, api_calls.jobs(namespace, job), stop_now(why))
-            held = (
+            held = f"its pods could not {cannot} for {schedule_timeout:g}s (minicluster:scheduleTimeout)"
+            api_calls.patch(api_client, api_calls.jobs(namespace, job), stop_now(held))
+            gang_held = (
                 f" (the {gang} gang scheduler places all {size} at once or none: the cluster has no room for the "
-                "whole gang)" if gang else ""
+                "whole gang)" if gang and cannot == "be scheduled" else ""
             )  # fmt: skip
-            raise Unschedulable(
-                f"the Job's pods could not be scheduled for {schedule_timeout:g}s (minicluster:scheduleTimeout): "
-                f"{reason}{held}. The Job was stopped (activeDeadlineSeconds) so that `pulumi up` ends now rather "
-                f"than after jobTimeout. A fix in the stack config replaces the Job; after any other fix "
-                f"(room added to the cluster), run: {replace}"
+            raise HeldBack(
+                f"the Job's {held.removeprefix('its ')}: {reason}{gang_held}. The Job was stopped "
+                "(activeDeadlineSeconds) so that `pulumi up` ends now rather than after jobTimeout. A fix in the "
+                f"stack config replaces the Job; after any other fix ({OTHER_FIXES[cannot]}), run: {replace}"
             )
     raise AssertionError("watching.pods never ends")
 

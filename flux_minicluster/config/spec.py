@@ -139,8 +139,9 @@ class MiniClusterSpec(ContainerSettings):
     keygen_timeout: Seconds = 300
     """Seconds the keygen pod may take, image pull included."""
     schedule_timeout: Seconds = 180
-    """Seconds a pod (the keygen pod, or the Job's) may stay unschedulable before `pulumi up` stops with
-    the scheduler's reason, instead of waiting out keygenTimeout or jobTimeout."""
+    """Seconds a pod (the keygen pod, or the Job's) may stay unschedulable, or a Job's pod unable to
+    start (an image the kubelet cannot pull), before `pulumi up` stops with the reason, instead of
+    waiting out keygenTimeout or jobTimeout."""
     certificate_rotation: int = Field(0, ge=0)
     """Change this number to make a new keypair (the Job is then replaced)."""
     curve_certificate: CurveCertificate | None = None

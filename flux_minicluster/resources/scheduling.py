@@ -45,7 +45,7 @@ class SchedulingGuardProvider(WireProvider):
         from flux_minicluster.cluster import scheduling
 
         inputs = GuardInputs.from_wire(props)
-        saying = (scheduling.Unschedulable, scheduling.JobNotCreated, scheduling.StoppedBefore)
+        saying = (scheduling.HeldBack, scheduling.JobNotCreated, scheduling.StoppedBefore)
         with failing_as("following the Job's pods (the scheduling guard)", *saying):
             outcome = scheduling.guard(
                 inputs.api_client(), inputs.namespace, inputs.job, inputs.selector, inputs.size,

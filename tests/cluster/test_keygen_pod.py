@@ -20,6 +20,7 @@ from flux_minicluster.cluster import api_calls, keygen_pod, kube
 from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
 from flux_minicluster.config import certificate, paths
 from flux_minicluster.config.loader import load_spec
+from flux_minicluster.config.paths import FLUX_VIEW
 from tests.conftest import IMAGE, config
 from tests.kube_api import Cluster, Step, finished, running, waiting
 
@@ -131,7 +132,25 @@ def test_a_failed_delete_does_not_hide_the_certificate(
 
 def test_an_image_that_cannot_be_pulled(kube_api: Cluster) -> None:
     kube_api.kubelet = kubelet(Step(0.02, status=waiting("ImagePullBackOff", "Back-off pulling image")))
-    assert f"cannot pull image '{IMAGE}' (ImagePullBackOff: Back-off pulling image)" in failure()
+    assert failure() == (
+        f"the keygen pod's container 'keygen' cannot pull image '{IMAGE}' (ImagePullBackOff: Back-off pulling "
+        "image); check the image's name and tag, and minicluster:pod.imagePullSecrets"
+    )
+    assert len(deleted(kube_api)) == 1
+
+
+def test_a_flux_view_image_that_cannot_be_pulled_fails_at_once_not_at_the_keygen_timeout(kube_api: Cluster) -> None:
+    """The flux view's init container pulls its own image: the keygen pod waits on it, Pending."""
+    view = load_spec(
+        {f"minicluster:{k}": v for k, v in config(fluxView={"enabled": True, "image": "view:1"}).items()}, "dev"
+    )
+    pull_failure = {"waiting": {"reason": "ErrImagePull", "message": "view:1: not found"}}
+    pulling = {"name": FLUX_VIEW, "image": "view:1", "imageID": "", "ready": False, "restartCount": 0,
+               "state": pull_failure}  # fmt: skip
+    status = {**waiting("PodInitializing"), "initContainerStatuses": [pulling]}
+    kube_api.kubelet = kubelet(Step(0.02, status=status))
+    said = failure(pod=keygen.keygen_pod(view), timeout=30)
+    assert said.startswith("the keygen pod's container 'flux-view' cannot pull image 'view:1' (ErrImagePull: ")
     assert len(deleted(kube_api)) == 1
 
 

@@ -5,7 +5,9 @@ the engine drives it, against the API stand-in. Both found on the real engines.
   then, and the wait's watch must end by it (a grow on the real node rolled back after minutes).
 - A Job that ends while its pods go: a replaced Job whose pods could not be scheduled is stopped (the
   scheduling guard). Kubernetes (1.31 and newer) marks it FailureTarget, deletes its pods, then marks it
-  Failed, a change of the Job alone (the Scale waited out jobTimeout)."""
+  Failed, a change of the Job alone (the Scale waited out jobTimeout).
+- A new pod with a node whose image the kubelet cannot pull: no node is missing, and nothing changes
+  while the kubelet backs off (the Scale waited out jobTimeout)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from collections.abc import Iterator
 import pytest
 
 from flux_minicluster.resources import scale
-from tests.kube_api import Cluster, StandIn, unschedulable
+from tests.kube_api import Cluster, StandIn, unschedulable, waiting
+from tests.kube_api.samples import BROKER, DEV
 from tests.provider_plugin import ProviderPlugin, grpc_error, served
 from tests.resources.test_scale_provider import FULL, SCALE, Running, inputs
 
@@ -77,3 +80,18 @@ def test_a_new_pod_that_turns_unschedulable_later_rolls_the_grow_back_after_sche
     # the watch open when the pod turned unschedulable gave way to one that ends by scheduleTimeout
     open_then, after = api.watch_seconds[watched[0] - 1], api.watch_seconds[watched[0] :]
     assert open_then == 300 and after and min(after) <= 2, (open_then, after)
+
+
+def test_a_grow_whose_new_pods_cannot_pull_their_image_is_rolled_back_after_schedule_timeout(
+    plugin: ProviderPlugin, api_server: StandIn
+) -> None:
+    api: Cluster = api_server.cluster.reset()
+    cluster = Running(api, 2, new_pods=waiting("ErrImagePull", "not found", container=BROKER))
+    api.exec_handler = lambda pod, command: ("", "", 0)  # rank 0's undrain (resize.sh: test_real_resize.py)
+    grow = inputs(plugin, size=3, jobTimeout=600)
+    details = grpc_error(lambda: plugin.update("default/dev", inputs(plugin, size=2), grow))
+    assert (
+        f"the new pods could not start for 1s (minicluster:scheduleTimeout): container '{BROKER}' cannot pull image "
+        f"'{DEV.image}' (ErrImagePull: not found); check the image's name and tag"
+    ) in details
+    assert cluster.job_size == (2, 2)  # rolled back

@@ -18,7 +18,7 @@ from flux_minicluster.config.loader import load_spec
 from flux_minicluster.resources import scheduling
 from tests.conftest import config
 from tests.harness import deploy
-from tests.kube_api import Cluster, StandIn, running, unschedulable
+from tests.kube_api import Cluster, StandIn, running, unschedulable, waiting
 from tests.kube_api.samples import BROKER, JOB_REVISION, broker_pod, job
 from tests.provider_plugin import DIFF_NONE, DIFF_SOME, ProviderPlugin, grpc_error, served
 
@@ -26,11 +26,15 @@ GUARD = "pulumi-python:dynamic/minicluster:SchedulingGuard"
 SPEC = load_spec({f"minicluster:{k}": v for k, v in config().items()}, "dev")
 URN = "urn:pulumi:dev::minicluster::minicluster:index:MiniCluster$kubernetes:batch/v1:Job::dev-job"
 FULL = "0/3 nodes are available: 3 Insufficient cpu."
-STOP: dict[str, Any] = {
-    "metadata": {"annotations": {STOPPED: "its pods could not be scheduled for 1s (minicluster:scheduleTimeout)"}},
-    "spec": {"activeDeadlineSeconds": 1},  # a whole number, as the API server wants
-}
-"""The guard's patch of a Job it stops (scheduleTimeout 1): already past, and why."""
+
+
+def stop_patch(cannot: str) -> dict[str, Any]:
+    """The guard's patch of a Job whose pods could not do `cannot` (scheduleTimeout 1): already past, and why."""
+    why = f"its pods could not {cannot} for 1s (minicluster:scheduleTimeout)"
+    return {"metadata": {"annotations": {STOPPED: why}}, "spec": {"activeDeadlineSeconds": 1}}  # a whole number
+
+
+STOP = stop_patch("be scheduled")
 
 
 @pytest.fixture
@@ -53,40 +57,96 @@ def patches(api: Cluster) -> list[Any]:
     return [body for method, path, body in api.requests if method == "PATCH"]
 
 
-def test_done_as_soon_as_every_pod_has_a_node(plugin: ProviderPlugin, api: Cluster) -> None:
+def test_done_as_soon_as_every_pod_has_started(plugin: ProviderPlugin, api: Cluster) -> None:
     api.add_job(job())
     for rank in range(4):
         api.add_pod(broker_pod(rank, running(BROKER)))
     resource_id, outs = plugin.create(inputs(plugin))
     assert (api.reads("/pods"), api.watches) == (1, [])  # one look, then done: no wait, no watch
-    assert outs["outcome"] == "all 4 pods of the Job default/dev were scheduled"
+    assert outs["outcome"] == "all 4 pods of the Job default/dev started"
     assert resource_id == f"default/dev/{JOB_REVISION[:12]}"
     assert patches(api) == []
 
 
-def test_done_at_the_watched_change_that_gives_the_last_pod_its_node(plugin: ProviderPlugin, api: Cluster) -> None:
-    """Woken by the pods' changes (a watch), not by a poll."""
+def test_done_at_the_watched_change_that_starts_the_last_pod(plugin: ProviderPlugin, api: Cluster) -> None:
+    """Woken by the pods' changes (a watch), not by a poll; a pod with a node is not done until its
+    containers start (its images pulled, its init containers run)."""
     api.add_job(job())
     for rank in range(4):
         api.add_pod(broker_pod(rank, {"phase": "Pending"}, node=None))
 
-    def scheduler_binds() -> None:  # once the guard watches the pods
+    def scheduler_binds_then_kubelet_starts() -> None:  # once the guard watches the pods
         while not api.watches:
             time.sleep(0.01)
         with api.lock:
             reads_before.append(api.reads("/pods"))
             for pod in list(api.pods.values()):
                 pod["spec"]["nodeName"] = "node-1"
+                pod["status"] = waiting("ContainerCreating", container=BROKER)
+                api._record("MODIFIED", pod)
+        with api.lock:
+            for pod in list(api.pods.values()):
+                pod["status"] = running(BROKER)
                 api._record("MODIFIED", pod)
 
     reads_before: list[int] = []
-    threading.Thread(target=scheduler_binds, daemon=True).start()
+    threading.Thread(target=scheduler_binds_then_kubelet_starts, daemon=True).start()
     _, outs = plugin.create(inputs(plugin))
-    assert outs["outcome"] == "all 4 pods of the Job default/dev were scheduled"
-    # The watch's event is what ended it: one list before the watch, and no look at the pods after the bind
+    assert outs["outcome"] == "all 4 pods of the Job default/dev started"
+    # The watch's event is what ended it: one list before the watch, and no look at the pods after the start
     # (a poll's next look would be a minute away).
     assert reads_before == [1] and api.reads("/pods") == 1
     assert api.watches == [api_calls.pods("default")]
+
+
+def test_pods_whose_image_cannot_be_pulled_stop_the_job_and_say_which(plugin: ProviderPlugin, api: Cluster) -> None:
+    """A mistyped image would otherwise hold `pulumi up` for jobTimeout: the pods have their node, and
+    pulumi-kubernetes waits for the Job."""
+    api.add_job(job())
+    for rank in range(4):
+        api.add_pod(broker_pod(rank, waiting("ImagePullBackOff", "Back-off pulling image", container=BROKER)))
+    details = grpc_error(lambda: plugin.create(inputs(plugin)))
+    assert (
+        f"the Job's pods could not start for 1s (minicluster:scheduleTimeout): container '{BROKER}' cannot pull "
+        f"image '{SPEC.image}' (ImagePullBackOff: Back-off pulling image); check the image's name and tag, and "
+        "minicluster:pod.imagePullSecrets. The Job was stopped" in details
+    )
+    assert "after any other fix (the image pushed, the pull Secret or the ConfigMap made)" in details
+    assert patches(api) == [stop_patch("start")]
+
+
+def test_pods_whose_container_cannot_be_made_stop_the_job_too(plugin: ProviderPlugin, api: Cluster) -> None:
+    api.add_job(job())
+    missing = "couldn't find key token in ConfigMap default/settings"
+    for rank in range(4):
+        api.add_pod(broker_pod(rank, waiting("CreateContainerConfigError", missing, container=BROKER)))
+    details = grpc_error(lambda: plugin.create(inputs(plugin)))
+    made = f"container '{BROKER}' cannot be made (CreateContainerConfigError: {missing}). The Job was stopped"
+    assert made in details
+    assert patches(api) == [stop_patch("start")]
+
+
+def test_pods_still_pulling_their_images_past_the_schedule_timeout_are_not_stopped(
+    plugin: ProviderPlugin, api: Cluster
+) -> None:
+    """A large image takes its time: only a pull that fails counts."""
+    api.add_job(job())
+    for rank in range(4):
+        api.add_pod(broker_pod(rank, waiting("ContainerCreating", container=BROKER)))
+
+    def kubelet_starts_later() -> None:
+        while not api.watches:
+            time.sleep(0.01)
+        time.sleep(1.5)  # past scheduleTimeout (1 s)
+        with api.lock:
+            for pod in list(api.pods.values()):
+                pod["status"] = running(BROKER)
+                api._record("MODIFIED", pod)
+
+    threading.Thread(target=kubelet_starts_later, daemon=True).start()
+    _, outs = plugin.create(inputs(plugin))
+    assert outs["outcome"] == "all 4 pods of the Job default/dev started"
+    assert patches(api) == []
 
 
 def test_pods_that_stay_unschedulable_stop_the_job_and_say_why(plugin: ProviderPlugin, api: Cluster) -> None:
@@ -110,8 +170,8 @@ def test_pods_the_job_cannot_create_stop_it_too(plugin: ProviderPlugin, api: Clu
     )
     api.add_event("default", "dev", "FailedCreate", over_quota, kind="Job")
     details = grpc_error(lambda: plugin.create(inputs(plugin)))
-    assert f"(minicluster:scheduleTimeout): FailedCreate: {over_quota}" in details
-    assert patches(api) == [STOP]
+    assert f"could not be created for 1s (minicluster:scheduleTimeout): FailedCreate: {over_quota}" in details
+    assert patches(api) == [stop_patch("be created")]
 
 
 def test_a_job_that_already_finished_needs_no_guard(plugin: ProviderPlugin, api: Cluster) -> None:

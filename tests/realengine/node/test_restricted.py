@@ -58,7 +58,7 @@ def test_with_admission_off_and_a_local_certificate_the_job_is_created_and_stopp
     refused = cluster.stack.up(check=False)
     assert refused.returncode != 0
     said = refused.stdout
-    assert "could not be scheduled for 10s (minicluster:scheduleTimeout): FailedCreate" in said
+    assert "could not be created for 10s (minicluster:scheduleTimeout): FailedCreate" in said
     assert 'violates PodSecurity "restricted:latest"' in said
     assert cluster.condition("Failed") == "True"  # stopped, not left to wait for room
     cluster.stack.destroy()

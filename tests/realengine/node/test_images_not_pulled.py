@@ -1,0 +1,50 @@
+"""An image that cannot be pulled, under a real `pulumi up` on the real node (its containerd answers
+"not found" for an image it has not imported): `pulumi up` ends with the image's name and the
+container that wants it, instead of waiting out jobTimeout (the Job's pods all have their node, and
+pulumi-kubernetes waits for the Job) or keygenTimeout (the flux view's init container holds the keygen
+pod Pending). Destroy then leaves nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.engines.images import APP_WITHOUT_FLUX
+from tests.harness import example
+from tests.kubelet.pod import wait_until
+from tests.realengine.node.stacks import StackOnRealNode
+
+MISSING = "minicluster.test/no-such-image:1"
+"""An image the node does not have, from a registry it cannot reach."""
+
+
+def test_a_job_whose_image_cannot_be_pulled_is_stopped_after_schedule_timeout(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    """With `keygen: local` no keygen pod tries the image first: the Job's pods are the first to pull it."""
+    config = {**example("dev"), "size": 2, "tasks": 2, "keygen": "local", "image": MISSING, "scheduleTimeout": 5}
+    cluster = stack_on_real_node("dev", **config)  # jobTimeout: 3600 s, past the test's own limit
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    said = refused.stdout
+    assert (
+        f"the Job's pods could not start for 5s (minicluster:scheduleTimeout): container 'flux-broker' cannot pull "
+        f"image '{MISSING}' (" in said
+    )
+    assert "check the image's name and tag, and minicluster:pod.imagePullSecrets. The Job was stopped" in said
+    wait_until(lambda: cluster.condition("Failed") == "True", "the stopped Job to fail", 30, poll=0.2)
+    cluster.stack.destroy()
+    assert cluster.left() == {}
+
+
+def test_a_flux_view_image_that_cannot_be_pulled_fails_the_keygen_pod_at_once(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    view = {"enabled": True, "image": MISSING}
+    config = {**example("dev"), "size": 2, "tasks": 2, "image": APP_WITHOUT_FLUX, "fluxView": view}
+    cluster = stack_on_real_node("dev", **config)  # keygenTimeout: 300 s, the test's own limit
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    assert f"the keygen pod's container 'flux-view' cannot pull image '{MISSING}' (" in refused.stdout
+    assert "keygenTimeout" not in refused.stdout  # not a timeout, and no advice to raise it
+    cluster.stack.destroy()
+    assert cluster.left() == {}
