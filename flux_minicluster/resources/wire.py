@@ -5,12 +5,13 @@ the rest."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, ClassVar, Self
 
 import pulumi
-from pulumi.dynamic import CheckFailure, CheckResult, DiffResult, Resource, ResourceProvider
+from pulumi.dynamic import CheckFailure, CheckResult, ConfigureRequest, DiffResult, Resource, ResourceProvider
 from pulumi.output import Unknown
 from pulumi.runtime import rpc
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -118,6 +119,17 @@ class WireProvider(ResourceProvider):
     """A dynamic provider whose inputs are a WireInputs model: its check and diff are the model's."""
 
     INPUTS: ClassVar[type[WireInputs]]
+
+    def configure(self, req: ConfigureRequest) -> None:
+        """Called in the dynamic providers' process alone, once it has loaded this provider. That process
+        reports a failure as the exception's traceback (pulumi.dynamic's `traceback.format_exc()`), which
+        put twenty lines of the SDK's frames and this package's before the message written for the user
+        ("error: Traceback (most recent call last):" was all `pulumi up`'s progress showed of a keygen pod
+        whose image could not be pulled). With `sys.tracebacklimit` 0 the report is the exception's line
+        alone, as the component package's plugin reports it (provider/server.py). It holds for the whole
+        process, which runs only the program's dynamic resources: a program that declares dynamic
+        resources of its own beside a MiniCluster sees their failures as one line too."""
+        sys.tracebacklimit = 0
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         return self.INPUTS.check_wire(news)

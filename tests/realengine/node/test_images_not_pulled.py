@@ -2,7 +2,8 @@
 "not found" for an image it has not imported): `pulumi up` ends with the image's name and the
 container that wants it, instead of waiting out jobTimeout (the Job's pods all have their node, and
 pulumi-kubernetes waits for the Job) or keygenTimeout (the flux view's init container holds the keygen
-pod Pending). Destroy then leaves nothing."""
+pod Pending), and the dynamic provider's error is its line, without a traceback. Destroy then leaves
+nothing."""
 
 from __future__ import annotations
 
@@ -46,5 +47,8 @@ def test_a_flux_view_image_that_cannot_be_pulled_fails_the_keygen_pod_at_once(
     assert refused.returncode != 0
     assert f"the keygen pod's container 'flux-view' cannot pull image '{MISSING}' (" in refused.stdout
     assert "keygenTimeout" not in refused.stdout  # not a timeout, and no advice to raise it
+    # The dynamic provider's failure is its error's line, not a traceback that starts with the SDK's frames.
+    assert "Traceback" not in refused.stdout + refused.stderr
+    assert "error: flux_minicluster.cluster.keygen_pod.KeygenError: the keygen pod's container" in refused.stdout
     cluster.stack.destroy()
     assert cluster.left() == {}
