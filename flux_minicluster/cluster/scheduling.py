@@ -71,14 +71,18 @@ def guard(
     revision: str,
     clock: Clock | None = None,
     gang: str | None = None,
+    job_timeout: float = float("inf"),
 ) -> str:
-    """What became of the pods of the Job of `revision`: every one scheduled, or the Job finished.
-    Raises HeldBack, JobNotCreated or StoppedBefore."""
+    """What became of the pods of the Job of `revision`: every one started, the Job finished, or
+    `job_timeout` (jobTimeout, the Job's own wait) passed first. Raises HeldBack, JobNotCreated or
+    StoppedBefore."""
     going = Wait(POD_GRACE + DELETION_MARGIN + JOB_CREATION, clock)  # a replaced Job and its pods go first
     absent = Wait(float("inf"), clock)  # how long neither a Job nor a pod has been there
     kept = Wait(float("inf"), clock)  # how long a Job a guard stopped has been there, not being deleted
     replace = f"pulumi up --replace '{job_urn}'"
-    wait = Wait(float("inf"), clock)  # until every pod has a node, or the Job has finished
+    # Until every pod has started, or the Job has finished. No longer than the Job's own wait: a pod can
+    # wait without a reason to stop it (a volume it cannot mount), and the engine would wait for the guard.
+    wait = Wait(job_timeout, clock)
     quiet = [wait.clock.poll]  # without pods to watch (no Job yet, pods not created), look again this soon
 
     def next_look() -> float:
@@ -122,6 +126,10 @@ def guard(
                 f"the Job's {held.removeprefix('its ')}: {reason}{gang_held}. The Job was stopped "
                 "(activeDeadlineSeconds) so that `pulumi up` ends now rather than after jobTimeout. A fix in the "
                 f"stack config replaces the Job; after any other fix ({OTHER_FIXES[cannot]}), run: {replace}"
+            )
+        if wait.over:
+            return (
+                f"not every pod of the Job {namespace}/{job} started within {job_timeout:g}s (minicluster:jobTimeout)"
             )
     raise AssertionError("watching.pods never ends")
 

@@ -181,8 +181,9 @@ class MiniCluster(pulumi.ComponentResource):
         job_urn = pulumi.create_urn(f"{name}-job", "kubernetes:batch/v1:Job", parent=own_urn)
         inputs = {
             "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"), "size": spec.size,
-            "scheduleTimeout": spec.schedule_timeout, "jobUrn": job_urn, "revision": job_revision,
-            "gang": spec.scheduler.gang if spec.scheduler else None, **cluster_inputs(args.access),
+            "scheduleTimeout": spec.schedule_timeout, "jobTimeout": spec.job_timeout, "jobUrn": job_urn,
+            "revision": job_revision, "gang": spec.scheduler.gang if spec.scheduler else None,
+            **cluster_inputs(args.access),
         }  # fmt: skip
         # It watches a new Job's first pods; growing an elastic Job is the Scale's to watch. (A replaced
         # Job starts at the size Pulumi keeps for it, the one kept here too.)

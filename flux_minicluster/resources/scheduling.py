@@ -34,8 +34,13 @@ class GuardInputs(ClusterInputs):
     job_urn: str = Field(alias="jobUrn")
     revision: str
     gang: str | None = None
+    job_timeout: int | None = Field(default=None, alias="jobTimeout", ge=1)
+    """How long the guard may follow the pods: the Job's own wait. None in the state of a guard made
+    before it was an input."""
 
     REPLACE_ON: ClassVar[frozenset[str]] = frozenset({"namespace", "job", "revision"})
+    CREATION_ONLY: ClassVar[frozenset[str]] = frozenset({"jobTimeout"})
+    """The guard follows the pods only when it is made (a new Job)."""
 
 
 class SchedulingGuardProvider(WireProvider):
@@ -50,6 +55,7 @@ class SchedulingGuardProvider(WireProvider):
             outcome = scheduling.guard(
                 inputs.api_client(), inputs.namespace, inputs.job, inputs.selector, inputs.size,
                 float(inputs.schedule_timeout), inputs.job_urn, inputs.revision, gang=inputs.gang,
+                job_timeout=float(inputs.job_timeout or "inf"),
             )  # fmt: skip
         resource_id = f"{inputs.namespace}/{inputs.job}/{inputs.revision[:12]}"
         return CreateResult(resource_id, {**inputs.to_wire(), "outcome": outcome})

@@ -174,6 +174,20 @@ def test_pods_the_job_cannot_create_stop_it_too(plugin: ProviderPlugin, api: Clu
     assert patches(api) == [stop_patch("be created")]
 
 
+def test_pods_that_wait_without_a_reason_to_stop_end_the_guard_at_the_jobs_own_timeout(
+    plugin: ProviderPlugin, api: Cluster
+) -> None:
+    """A volume the kubelet cannot mount holds a pod in ContainerCreating with no reason the guard stops
+    for: the Job's own wait times out at jobTimeout, and the engine, which waits for the guard as well,
+    must not wait past it."""
+    api.add_job(job())
+    for rank in range(4):
+        api.add_pod(broker_pod(rank, waiting("ContainerCreating", container=BROKER)))
+    _, outs = plugin.create(inputs(plugin, jobTimeout=2, scheduleTimeout=1))
+    assert outs["outcome"] == "not every pod of the Job default/dev started within 2s (minicluster:jobTimeout)"
+    assert patches(api) == []  # the Job's own wait says why
+
+
 def test_a_job_that_already_finished_needs_no_guard(plugin: ProviderPlugin, api: Cluster) -> None:
     api.add_job(job("Complete"))
     _, outs = plugin.create(inputs(plugin))
@@ -274,6 +288,12 @@ def test_a_new_job_gets_a_new_guard_and_nothing_else_does(plugin: ProviderPlugin
     assert plugin.update("id", olds, inputs(plugin, scheduleTimeout=300))["outcome"] == olds["outcome"]
 
 
+def test_a_guard_made_before_it_had_a_job_timeout_sees_no_change_when_given_one(plugin: ProviderPlugin) -> None:
+    """jobTimeout matters only when the guard follows a new Job's pods: an older stack's guard, without
+    it in its state, is not updated for it."""
+    assert plugin.diff("id", inputs(plugin), inputs(plugin, jobTimeout=3600)).changes == DIFF_NONE
+
+
 # -- on mocks: beside the Job, not after it -------------------------------------------------------
 
 
@@ -283,6 +303,7 @@ def test_the_guard_runs_beside_the_job_with_its_inputs() -> None:
     assert deployment.parent(guard) == deployment.urn(deployment.one("minicluster:index:MiniCluster"))
     given = guard.inputs
     assert (given["namespace"], given["job"], given["size"], given["scheduleTimeout"]) == ("default", "dev", 4, 180)
+    assert given["jobTimeout"] == 3600  # it follows the pods no longer than the Job's own wait
     assert given["selector"] == labels(SPEC, "broker")
     assert given["jobUrn"] == deployment.urn(job_resource)  # the URN the message tells users to replace
     assert given["kubeContext"] == "kind-flux"
