@@ -12,6 +12,7 @@ as a server-side dry run (these four side by side), judges with fit.py, and answ
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,7 +54,14 @@ def check(spec: MiniClusterSpec, access: kube.Access, owner: str, *, preview: bo
         found, warnings = dry_run.Judged([], []), [f"dry run skipped: {skipped}"]
     if found.no_namespace and preview:
         return Verdict(warnings=[*warnings, _namespace_to_come(spec)])
-    if found.refused or found.taken:
+    warnings += [f"admission check: {line}" for line in found.unread]
+    if found.missing and preview:  # the program may make them, as it may make the namespace
+        warnings += [
+            f"admission check left to `pulumi up`: {line} yet. If this program makes it, `pulumi up` looks again; if "
+            "not, `pulumi up` refuses the MiniCluster before anything is created" for line in found.missing
+        ]  # fmt: skip
+        found = dataclasses.replace(found, missing=[])
+    if found.refused or found.taken or found.missing:
         return Verdict(refused=_dry_run_refusal(spec, found))
     queue = spec.job_labels.get(KUEUE_QUEUE)
     if queue and spec.suspend:  # the room is Kueue's to judge; what the API server refuses is not
@@ -135,6 +143,11 @@ def _dry_run_refusal(spec: MiniClusterSpec, found: dry_run.Judged) -> str:
     said = []
     if found.refused:
         said += [f"the API server refuses MiniCluster {spec.name!r} (a dry run):", *(f"  - {x}" for x in found.refused)]
+    if found.missing:
+        said += [
+            f"MiniCluster {spec.name!r} names objects that are not there, and its pods cannot start without them "
+            "(create each, or change the key that names it):", *(f"  - {x}" for x in found.missing),
+        ]  # fmt: skip
     if found.taken:
         said += [
             f"objects that MiniCluster {spec.name!r} would create are in namespace {spec.namespace!r} already, and "

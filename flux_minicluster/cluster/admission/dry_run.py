@@ -21,12 +21,14 @@ objects' order, though the dry runs are sent side by side (each waits for the AP
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
 from typing import Any
 
 from flux_minicluster.builders import keygen, manifests, names, rendering
 from flux_minicluster.cluster import api_calls, kube
+from flux_minicluster.cluster.admission import references
 from flux_minicluster.config.spec import MiniClusterSpec
 
 PLURALS = {
@@ -69,6 +71,10 @@ class Judged:
     no Pulumi stack."""
     no_namespace: bool = False
     """The namespace does not exist (yet): the API server judged nothing in it."""
+    missing: list[str] = dataclasses.field(default_factory=list)
+    """The objects the pods name that are not there (references.py): a Secret a volume mounts, say."""
+    unread: list[str] = dataclasses.field(default_factory=list)
+    """Those that could not be looked for, and why."""
 
 
 def judged(
@@ -81,15 +87,24 @@ def judged(
     refused: dict[str, None] = {}  # a dict, as an ordered set: a missing namespace refuses every object alike
     taken: list[str] = []
     sent = [*objects, *pods]
-    answers = api_calls.together([functools.partial(_create, api_client, obj, timeout) for obj in sent])
-    for obj, answer in zip(sent, answers, strict=True):
+    named = references.references(spec)
+    answers = api_calls.together(
+        [functools.partial(_create, api_client, obj, timeout) for obj in sent]
+        + [functools.partial(api_calls.existing, api_client, ref.path(spec.namespace), timeout) for ref in named]
+    )  # fmt: skip
+    for obj, answer in zip(sent, answers[: len(sent)], strict=True):
         if isinstance(answer, Exception):
             refused.update(dict.fromkeys(filter(None, [_refusal(obj, kube.problem(answer), spec)])))
         elif answer is not None:
             taken.extend(filter(None, [_taken(obj, answer, owner, spec)]))
     if any(kube.POD_SECURITY in line for line in refused) and not spec.restricted:
         refused[RESTRICTED_FITS] = None
-    return Judged(list(refused), taken, _no_namespace(spec) in refused)
+    if _no_namespace(spec) in refused:  # nothing is in it: that is the one problem
+        return Judged(list(refused), taken, no_namespace=True)
+    looked = [
+        references.judged(spec.namespace, ref, answer) for ref, answer in zip(named, answers[len(sent) :], strict=True)
+    ]
+    return Judged(list(refused), taken, missing=[m for m, _ in looked if m], unread=[u for _, u in looked if u])
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> Any | None:

@@ -1,9 +1,16 @@
-"""An image that cannot be pulled, under a real `pulumi up` on the real node (its containerd answers
-"not found" for an image it has not imported): `pulumi up` ends with the image's name and the
-container that wants it, instead of waiting out jobTimeout (the Job's pods all have their node, and
-pulumi-kubernetes waits for the Job) or keygenTimeout (the flux view's init container holds the keygen
-pod Pending), and the dynamic provider's error is its line, without a traceback. Destroy then leaves
-nothing."""
+"""Pods that cannot start, under a real `pulumi up` on the real node: `pulumi up` says why, and when,
+instead of waiting out jobTimeout (an hour by default) or keygenTimeout with no more than that the
+containers are not ready.
+
+- An image that cannot be pulled (the node's containerd answers "not found" for an image it has not
+  imported): the Job's pods all have their node, and pulumi-kubernetes waits for the Job; the flux
+  view's init container holds the keygen pod Pending. The dynamic provider's error is its line, without
+  a traceback.
+- A Secret a volume mounts that is not there: the admission check refuses it before anything is
+  created. With the check off, the pods wait in ContainerCreating, and `pulumi up` ends at jobTimeout:
+  the scheduling guard, which the engine waits for too, does not follow them past it.
+
+Destroy then leaves nothing."""
 
 from __future__ import annotations
 
@@ -50,5 +57,33 @@ def test_a_flux_view_image_that_cannot_be_pulled_fails_the_keygen_pod_at_once(
     # The dynamic provider's failure is its error's line, not a traceback that starts with the SDK's frames.
     assert "Traceback" not in refused.stdout + refused.stderr
     assert "error: flux_minicluster.cluster.keygen_pod.KeygenError: the keygen pod's container" in refused.stdout
+    cluster.stack.destroy()
+    assert cluster.left() == {}
+
+
+def test_a_secret_volume_that_is_not_there_is_refused_before_anything_is_created(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    volumes = {"data": {"path": "/data", "secret": "no-such-secret"}}
+    cluster = stack_on_real_node("dev", **example("dev"), volumes=volumes)
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    assert (
+        "the Secret 'no-such-secret' that minicluster:volumes.data.secret names does not exist in namespace "
+        f"'{cluster.namespace}'"
+    ) in refused.stdout
+    assert cluster.left() == {}
+    assert cluster.stack.resource_types() == ["pulumi:pulumi:Stack"]
+
+
+def test_with_admission_off_pods_held_by_a_missing_volume_end_pulumi_up_at_job_timeout(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    volumes = {"data": {"path": "/data", "secret": "no-such-secret"}}
+    settings = {"size": 2, "tasks": 2, "admission": "off", "volumes": volumes, "jobTimeout": 20}
+    cluster = stack_on_real_node("dev", **{**example("dev"), **settings})
+    ended = cluster.stack.up(check=False)  # the test's limit: 300 s
+    assert ended.returncode != 0
+    assert "'dev' timed out waiting to be Ready" in ended.stdout  # the Job's own wait, at jobTimeout
     cluster.stack.destroy()
     assert cluster.left() == {}

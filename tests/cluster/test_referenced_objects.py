@@ -1,0 +1,94 @@
+"""The objects the pods name and the MiniCluster does not make (a volume's Secret, ConfigMap or claim):
+the admission check looks for each, beside the dry runs, with the real client against the API stand-in,
+which answers a GET as the API server does (404 for an object that is not there)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.kube import Access
+from flux_minicluster.config.loader import load_spec
+from tests.conftest import config
+from tests.harness import OWNER
+from tests.kube_api import Cluster
+from tests.kube_api.samples import FOUR
+
+DATA = {"path": "/data", "secret": "app-token"}
+"""A volume that mounts the Secret app-token."""
+
+
+def verdict(preview: bool = False, **overrides: Any) -> admission.Verdict:
+    raw = {f"minicluster:{k}": v for k, v in config(**overrides).items()}
+    return admission.check(load_spec(raw, "dev"), Access(), OWNER, preview=preview)
+
+
+def there(api: Cluster, resource: str, name: str) -> None:
+    metadata = {"name": name, "namespace": "default"}
+    if resource == "configmaps":
+        api.config_maps[("default", name)] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+    else:
+        api.existing[(resource, "default", name)] = {"metadata": metadata}
+
+
+def test_a_secret_that_a_volume_mounts_and_is_not_there_refuses_the_minicluster_by_its_key(kube_api: Cluster) -> None:
+    """Its pods would wait in ContainerCreating until jobTimeout."""
+    kube_api.nodes = FOUR
+    refused = verdict(volumes={"data": DATA}).refused
+    assert refused == (
+        "MiniCluster 'dev' names objects that are not there, and its pods cannot start without them (create each, "
+        "or change the key that names it):\n"
+        "  - the Secret 'app-token' that minicluster:volumes.data.secret names does not exist in namespace 'default'\n"
+        "Nothing was created."
+    )
+
+
+def test_every_missing_object_is_named_in_the_order_of_the_config(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    volumes = {"data": DATA, "settings": {"path": "/etc/app", "configMap": "app-settings"},
+               "scratch": {"path": "/scratch", "claimName": "scratch"}}  # fmt: skip
+    refused = verdict(command=None, volumes=volumes, stateVolume={"claimName": "flux-state"}).refused or ""
+    named = [line.split(" that ")[0] for line in refused.splitlines() if line.startswith("  - ")]
+    assert named == [
+        "  - the Secret 'app-token'", "  - the ConfigMap 'app-settings'",
+        "  - the PersistentVolumeClaim 'scratch'", "  - the PersistentVolumeClaim 'flux-state'",
+    ]  # fmt: skip
+    assert "minicluster:stateVolume.claimName names" in refused
+
+
+def test_objects_that_are_there_pass(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    there(kube_api, "secrets", "app-token")
+    there(kube_api, "configmaps", "app-settings")
+    volumes = {"data": DATA, "settings": {"path": "/etc/app", "configMap": "app-settings"}}
+    assert verdict(volumes=volumes) == admission.Verdict()
+
+
+def test_in_a_preview_a_missing_object_is_a_warning_as_the_program_may_make_it(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    found = verdict(preview=True, volumes={"data": DATA})
+    assert found.refused is None
+    assert found.warnings == [
+        "admission check left to `pulumi up`: the Secret 'app-token' that minicluster:volumes.data.secret names "
+        "does not exist in namespace 'default' yet. If this program makes it, `pulumi up` looks again; if not, "
+        "`pulumi up` refuses the MiniCluster before anything is created"
+    ]
+
+
+def test_an_object_the_user_may_not_read_is_a_warning_not_a_refusal(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    denied = 'secrets "app-token" is forbidden: User "dev" cannot get resource "secrets" in the namespace "default"'
+    kube_api.fail("GET", "/secrets/app-token", 403, denied)
+    found = verdict(volumes={"data": DATA})
+    assert found.refused is None
+    (warning,) = found.warnings
+    assert warning.startswith("admission check: not checked: access denied (403: " + denied)
+    assert "looking for the Secret 'app-token' that minicluster:volumes.data.secret names" in warning
+
+
+def test_in_a_namespace_that_does_not_exist_the_namespace_is_the_one_problem(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    kube_api.namespaces = {"other"}
+    refused = verdict(volumes={"data": DATA}).refused or ""
+    assert "namespace 'default' does not exist" in refused
+    assert "app-token" not in refused
