@@ -85,6 +85,9 @@ def flux_container(spec: MiniClusterSpec, config_secret: Any = None) -> Manifest
         "command": ["/bin/bash", paths.ENTRYPOINT],
         **settings,
         "volumeMounts": [*_own_mounts(spec), *_user_mounts(spec, list(spec.volumes))],
+        # A broker that fails leaves the end of its log (rank 0's: the command's output and its status) as
+        # its termination message, which pulumi-kubernetes puts in `pulumi up`'s error; else only the code.
+        "terminationMessagePolicy": "FallbackToLogsOnError",
         # Ready means this broker is up in the instance, not only that its process runs.
         "readinessProbe": {
             "exec": {"command": ["/bin/bash", paths.ENTRYPOINT, "--ready"]},
