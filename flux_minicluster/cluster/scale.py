@@ -22,7 +22,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from flux_minicluster.builders.names import BROKER_CONTAINER
+from flux_minicluster.builders.names import BROKER_CONTAINER, STOPPED
 from flux_minicluster.cluster import api_calls, kube, objects, resize_lease, watching
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import lifecycle, paths, sizing
@@ -190,7 +190,10 @@ def _await(api: Any, want: Scale, current: int, wait: Wait) -> str:
         job = api_calls.get(api, api_calls.jobs(want.namespace, want.job))
         if finished := objects.job_finished(job):
             if finished.startswith("failed"):
-                raise ResizeFailed(f"the Job {finished}")
+                stopped = (job.metadata.annotations or {}).get(STOPPED)
+                raise ResizeFailed(
+                    f"the Job {finished}" + (f": its scheduling guard stopped it, {stopped}" if stopped else "")
+                )
             return f"the Job has {finished}"
         new = [pod for pod in pods if current <= objects.pod_rank(pod) < size]
         cannot, reason = objects.held_back(new)

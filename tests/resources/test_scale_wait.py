@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from flux_minicluster.builders.names import STOPPED
 from flux_minicluster.resources import scale
 from tests.kube_api import Cluster, StandIn, unschedulable, waiting
 from tests.kube_api.samples import BROKER, DEV
@@ -95,3 +96,28 @@ def test_a_grow_whose_new_pods_cannot_pull_their_image_is_rolled_back_after_sche
         f"'{DEV.image}' (ErrImagePull: not found); check the image's name and tag"
     ) in details
     assert cluster.job_size == (2, 2)  # rolled back
+
+
+def test_a_job_its_scheduling_guard_stopped_is_said_to_be(plugin: ProviderPlugin, api_server: StandIn) -> None:
+    """Beside the guard's own error, the Scale's names the stop, not only the Job's DeadlineExceeded."""
+    api: Cluster = api_server.cluster.reset()
+    Running(api, 2)
+    for rank in range(2):  # none started
+        api.set_pod("default", f"dev-{rank}-abcde", status=waiting("ErrImagePull", "not found", container=BROKER))
+    why = "its pods could not start for 180s (minicluster:scheduleTimeout)"
+
+    def guard_stops_it() -> None:  # once the Scale watches the pods; then the Job controller fails the Job
+        while not api.watches:
+            time.sleep(0.01)
+        reason, message = DEADLINE.split(": ", 1)
+        with api.lock:
+            stopped = api.jobs[("default", "dev")]
+            stopped["metadata"].setdefault("annotations", {})[STOPPED] = why
+            failed = {"status": "True", "reason": reason, "message": message}
+            stopped["status"]["conditions"] = [{"type": kind, **failed} for kind in ("FailureTarget", "Failed")]
+        for rank in range(2):
+            api.delete_pod("default", f"dev-{rank}-abcde")
+
+    threading.Thread(target=guard_stops_it, daemon=True).start()
+    details = grpc_error(lambda: plugin.create(inputs(plugin, size=2, jobTimeout=60, scheduleTimeout=300)))
+    assert details.rstrip().endswith(f"the Job failed ({DEADLINE}): its scheduling guard stopped it, {why}")
