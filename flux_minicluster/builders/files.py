@@ -285,12 +285,16 @@ def restful_api_install_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
     return [{"name": key, "value": value} for key, value in settings.items()]
 
 
+RESTFUL_API_KEYS = {"FLUX_USER": "user", "FLUX_TOKEN": "token", "FLUX_SECRET_KEY": "secret-key"}
+"""The RESTful API server's credentials: its environment variable for each key of restfulApi.secretName."""
+
+
 def _restful_api_credentials(spec: MiniClusterSpec) -> list[dict[str, Any]]:
     """From the user's Secret, never from config: the credentials never enter Pulumi's state."""
     api = spec.restful_api
     if not api.enabled:
         return []
-    keys = {"FLUX_USER": "user", "FLUX_TOKEN": "token", "FLUX_SECRET_KEY": "secret-key"}
     return [
-        {"name": var, "valueFrom": {"secretKeyRef": {"name": api.secret_name, "key": key}}} for var, key in keys.items()
+        {"name": var, "valueFrom": {"secretKeyRef": {"name": api.secret_name, "key": key}}}
+        for var, key in RESTFUL_API_KEYS.items()
     ]

@@ -1,6 +1,7 @@
-"""The objects the pods name and the MiniCluster does not make (a volume's Secret, ConfigMap or claim):
-the admission check looks for each, beside the dry runs, with the real client against the API stand-in,
-which answers a GET as the API server does (404 for an object that is not there)."""
+"""The objects the pods name and the MiniCluster does not make (a volume's Secret, ConfigMap or claim, a
+Secret key a container's environment reads): the admission check looks for each, beside the dry runs,
+with the real client against the API stand-in, which answers a GET as the API server does (404 for an
+object that is not there)."""
 
 from __future__ import annotations
 
@@ -23,12 +24,18 @@ def verdict(preview: bool = False, **overrides: Any) -> admission.Verdict:
     return admission.check(load_spec(raw, "dev"), Access(), OWNER, preview=preview)
 
 
-def there(api: Cluster, resource: str, name: str) -> None:
+def there(api: Cluster, resource: str, name: str, *keys: str) -> None:
+    """An object of the namespace; a Secret with `keys` in its data."""
     metadata = {"name": name, "namespace": "default"}
     if resource == "configmaps":
         api.config_maps[("default", name)] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
     else:
-        api.existing[(resource, "default", name)] = {"metadata": metadata}
+        api.existing[(resource, "default", name)] = {"metadata": metadata, "data": dict.fromkeys(keys, "c2VjcmV0")}
+
+
+def missing(refused: str | None) -> list[str]:
+    """The lines of a refusal that name what is missing."""
+    return [line.removeprefix("  - ") for line in (refused or "").splitlines() if line.startswith("  - ")]
 
 
 def test_a_secret_that_a_volume_mounts_and_is_not_there_refuses_the_minicluster_by_its_key(kube_api: Cluster) -> None:
@@ -36,8 +43,8 @@ def test_a_secret_that_a_volume_mounts_and_is_not_there_refuses_the_minicluster_
     kube_api.nodes = FOUR
     refused = verdict(volumes={"data": DATA}).refused
     assert refused == (
-        "MiniCluster 'dev' names objects that are not there, and its pods cannot start without them (create each, "
-        "or change the key that names it):\n"
+        "MiniCluster 'dev' names what namespace 'default' does not have, and its pods cannot start without it "
+        "(create each, or change the key that names it):\n"
         "  - the Secret 'app-token' that minicluster:volumes.data.secret names does not exist in namespace 'default'\n"
         "Nothing was created."
     )
@@ -92,3 +99,43 @@ def test_in_a_namespace_that_does_not_exist_the_namespace_is_the_one_problem(kub
     refused = verdict(volumes={"data": DATA}).refused or ""
     assert "namespace 'default' does not exist" in refused
     assert "app-token" not in refused
+
+
+def test_a_secret_key_an_environment_variable_reads_must_be_in_its_secret(kube_api: Cluster) -> None:
+    """Without it the container waits in CreateContainerConfigError."""
+    kube_api.nodes = FOUR
+    there(kube_api, "secrets", "lammps", "other")
+    variables = {"LAMMPS_LICENSE": {"name": "lammps", "key": "license"}}
+    assert missing(verdict(environmentFromSecrets=variables).refused) == [
+        "the Secret 'lammps' that minicluster:environmentFromSecrets.LAMMPS_LICENSE.name names has no key 'license'"
+    ]
+
+
+def test_a_secret_that_an_environment_variable_reads_is_there_with_its_key(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    there(kube_api, "secrets", "lammps", "license")
+    variables = {"LAMMPS_LICENSE": {"name": "lammps", "key": "license"}}
+    assert verdict(environmentFromSecrets=variables) == admission.Verdict()
+
+
+def test_a_sidecars_secrets_and_the_restful_apis_are_looked_for_too(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    there(kube_api, "secrets", "api-credentials", "user", "secret-key")  # no token
+    variables = {"TOKEN": {"name": "exporter-token", "key": "token"}}
+    sidecar = {"name": "exporter", "image": "exporter:1", "environmentFromSecrets": variables}
+    api = {"enabled": True, "secretName": "api-credentials"}
+    refused = verdict(command=None, containers=[sidecar], restfulApi=api).refused
+    assert missing(refused) == [
+        "the Secret 'exporter-token' that minicluster:containers[0].environmentFromSecrets.TOKEN.name names does not "
+        "exist in namespace 'default'",
+        "the Secret 'api-credentials' that minicluster:restfulApi.secretName names has no key 'token'",
+    ]
+
+
+def test_each_object_is_read_once_however_many_keys_name_it(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    there(kube_api, "secrets", "api-credentials", "user", "token", "secret-key")
+    verdict(command=None, restfulApi={"enabled": True, "secretName": "api-credentials"})
+    assert [path for method, path, _ in kube_api.requests if path.endswith("/secrets/api-credentials")] == [
+        "/api/v1/namespaces/default/secrets/api-credentials"
+    ]

@@ -72,7 +72,8 @@ class Judged:
     no_namespace: bool = False
     """The namespace does not exist (yet): the API server judged nothing in it."""
     missing: list[str] = dataclasses.field(default_factory=list)
-    """The objects the pods name that are not there (references.py): a Secret a volume mounts, say."""
+    """What the pods name that the namespace does not have (references.py): a Secret a volume mounts, a
+    key of a Secret a container's environment reads."""
     unread: list[str] = dataclasses.field(default_factory=list)
     """Those that could not be looked for, and why."""
 
@@ -88,9 +89,10 @@ def judged(
     taken: list[str] = []
     sent = [*objects, *pods]
     named = references.references(spec)
+    looks = list(dict.fromkeys(reference.path(spec.namespace) for reference in named))  # each object once
     answers = api_calls.together(
         [functools.partial(_create, api_client, obj, timeout) for obj in sent]
-        + [functools.partial(api_calls.existing, api_client, ref.path(spec.namespace), timeout) for ref in named]
+        + [functools.partial(api_calls.existing, api_client, path, timeout) for path in looks]
     )  # fmt: skip
     for obj, answer in zip(sent, answers[: len(sent)], strict=True):
         if isinstance(answer, Exception):
@@ -101,10 +103,8 @@ def judged(
         refused[RESTRICTED_FITS] = None
     if _no_namespace(spec) in refused:  # nothing is in it: that is the one problem
         return Judged(list(refused), taken, no_namespace=True)
-    looked = [
-        references.judged(spec.namespace, ref, answer) for ref, answer in zip(named, answers[len(sent) :], strict=True)
-    ]
-    return Judged(list(refused), taken, missing=[m for m, _ in looked if m], unread=[u for _, u in looked if u])
+    missing, unread = references.judged(spec.namespace, named, dict(zip(looks, answers[len(sent) :], strict=True)))
+    return Judged(list(refused), taken, missing=missing, unread=unread)
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> Any | None:

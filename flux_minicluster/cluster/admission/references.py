@@ -1,10 +1,13 @@
 """The objects the pods name and the MiniCluster does not make: each volume's Secret, ConfigMap or
-PersistentVolumeClaim (minicluster:volumes, minicluster:stateVolume). A dry run does not look for
-them; the kubelet does, when it mounts them. A pod whose Secret or ConfigMap is missing waits in
-ContainerCreating, and `pulumi up` only ends at jobTimeout (an hour by default), where
-pulumi-kubernetes says no more than that its containers are not ready (the real node). A missing
-claim leaves the pods unschedulable. So the admission check reads each one (a GET, beside the dry
-runs) before anything is created.
+PersistentVolumeClaim (minicluster:volumes, minicluster:stateVolume), and each Secret key a
+container's environment reads (environmentFromSecrets, a sidecar's too, restfulApi.secretName). A
+dry run does not look for them; the kubelet does, when it mounts them or starts the container. A pod
+whose Secret or ConfigMap volume is missing waits in ContainerCreating, and `pulumi up` only ends at
+jobTimeout (an hour by default), where pulumi-kubernetes says no more than that its containers are
+not ready (the real node); a Secret key that is missing holds the container in
+CreateContainerConfigError; a missing claim leaves the pods unschedulable. So the admission check
+reads each object once (a GET, beside the dry runs) before anything is created. Of a Secret it
+reads only which keys it has.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from flux_minicluster.builders.files import RESTFUL_API_KEYS
 from flux_minicluster.cluster import api_calls, kube
+from flux_minicluster.config.settings import SecretKey
 from flux_minicluster.config.spec import MiniClusterSpec
 
 PLURALS = {"Secret": "secrets", "ConfigMap": "configmaps", "PersistentVolumeClaim": "persistentvolumeclaims"}
@@ -20,17 +25,25 @@ PLURALS = {"Secret": "secrets", "ConfigMap": "configmaps", "PersistentVolumeClai
 
 @dataclass(frozen=True)
 class Reference:
-    """An object of the namespace that a pod names, and the config key that names it."""
+    """An object of the namespace that a pod names, the config key that names it, and the key of its
+    data that a container reads (None: the whole object, a volume)."""
 
     kind: str
     name: str
     key: str
+    data_key: str | None = None
 
     def path(self, namespace: str) -> str:
         return api_calls.path("v1", PLURALS[self.kind], namespace, self.name)
 
-    def missing(self, namespace: str) -> str:
-        return f"the {self.kind} {self.name!r} that {self.key} names does not exist in namespace {namespace!r}"
+    def problem(self, namespace: str, found: Any) -> str:
+        """What is wrong with it, as `found` (a View, None if not there) shows; "" if nothing."""
+        what = f"the {self.kind} {self.name!r} that {self.key} names"
+        if found is None:
+            return f"{what} does not exist in namespace {namespace!r}"
+        if self.data_key is not None and self.data_key not in (found.data or {}):
+            return f"{what} has no key {self.data_key!r}"
+        return ""
 
     def unread(self, namespace: str, error: Exception) -> str:
         """Why it could not be looked for (no right to read it, say): a warning, not a refusal."""
@@ -39,22 +52,41 @@ class Reference:
 
 
 def references(spec: MiniClusterSpec) -> list[Reference]:
-    """Every object a volume of the pods names, in the order of the config."""
+    """Every object a pod names, in the order of the config."""
     found = []
     for name, volume in spec.volumes.items():
         for kind, source, field in (("Secret", volume.secret, "secret"), ("ConfigMap", volume.config_map, "configMap"),
                                     ("PersistentVolumeClaim", volume.claim_name, "claimName")):  # fmt: skip
             if source is not None:
                 found.append(Reference(kind, source, f"minicluster:volumes.{name}.{field}"))
-    if spec.state_volume is not None and spec.state_volume.claim_name is not None:
-        found.append(
-            Reference("PersistentVolumeClaim", spec.state_volume.claim_name, "minicluster:stateVolume.claimName")
+    state = spec.state_volume
+    if state is not None and state.claim_name is not None:
+        found.append(Reference("PersistentVolumeClaim", state.claim_name, "minicluster:stateVolume.claimName"))
+    found += _secret_keys("minicluster:environmentFromSecrets", spec.environment_from_secrets)
+    for index, sidecar in enumerate(spec.containers):
+        found += _secret_keys(
+            f"minicluster:containers[{index}].environmentFromSecrets", sidecar.environment_from_secrets
         )
+    api = spec.restful_api
+    if api.enabled and api.secret_name is not None:
+        found += [Reference("Secret", api.secret_name, "minicluster:restfulApi.secretName", key)
+                  for key in RESTFUL_API_KEYS.values()]  # fmt: skip
     return found
 
 
-def judged(namespace: str, reference: Reference, answer: Any) -> tuple[str, str]:
-    """(a problem, a warning) from the look for `reference`: its object, None (404), or the error."""
-    if isinstance(answer, Exception):
-        return "", reference.unread(namespace, answer)
-    return (reference.missing(namespace), "") if answer is None else ("", "")
+def _secret_keys(key: str, variables: dict[str, SecretKey]) -> list[Reference]:
+    return [Reference("Secret", ref.name, f"{key}.{variable}.name", ref.key) for variable, ref in variables.items()]
+
+
+def judged(namespace: str, named: list[Reference], answers: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """(the problems, the warnings) of `named`, from the answers to the looks at their paths: the object,
+    None (404), or the error; each said once."""
+    problems: dict[str, None] = {}
+    warnings: dict[str, None] = {}
+    for reference in named:
+        answer = answers[reference.path(namespace)]
+        if isinstance(answer, Exception):
+            warnings[reference.unread(namespace, answer)] = None
+        elif problem := reference.problem(namespace, answer):
+            problems[problem] = None
+    return list(problems), list(warnings)

@@ -6,15 +6,18 @@ containers are not ready.
   imported): the Job's pods all have their node, and pulumi-kubernetes waits for the Job; the flux
   view's init container holds the keygen pod Pending. The dynamic provider's error is its line, without
   a traceback.
-- A Secret a volume mounts that is not there: the admission check refuses it before anything is
-  created. With the check off, the pods wait in ContainerCreating, and `pulumi up` ends at jobTimeout:
-  the scheduling guard, which the engine waits for too, does not follow them past it.
+- A Secret a volume mounts, or a Secret key the environment reads, that is not there: the admission
+  check refuses it before anything is created. With the check off, the pods wait in
+  ContainerCreating, and `pulumi up` ends at jobTimeout: the scheduling guard, which the engine waits
+  for too, does not follow them past it.
 
 Destroy then leaves nothing."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+
+from kubernetes import client
 
 from tests.engines.images import APP_WITHOUT_FLUX
 from tests.harness import example
@@ -73,6 +76,20 @@ def test_a_secret_volume_that_is_not_there_is_refused_before_anything_is_created
         f"'{cluster.namespace}'"
     ) in refused.stdout
     assert cluster.left() == {}
+    assert cluster.stack.resource_types() == ["pulumi:pulumi:Stack"]
+
+
+def test_a_secret_key_the_environment_reads_that_is_not_there_is_refused_before_anything_is_created(
+    stack_on_real_node: Callable[..., StackOnRealNode], admin: client.ApiClient, namespace: str
+) -> None:
+    """Of the Secret the check reads which keys it has, from the real API server's answer."""
+    client.CoreV1Api(admin).create_namespaced_secret(namespace, {"metadata": {"name": "lammps"}, "data": {"other": ""}})
+    variables = {"LAMMPS_LICENSE": {"name": "lammps", "key": "license"}}
+    cluster = stack_on_real_node("dev", **example("dev"), environmentFromSecrets=variables)
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    said = "the Secret 'lammps' that minicluster:environmentFromSecrets.LAMMPS_LICENSE.name names has no key 'license'"
+    assert said in refused.stdout
     assert cluster.stack.resource_types() == ["pulumi:pulumi:Stack"]
 
 
