@@ -156,6 +156,8 @@ def test_every_object_that_keeps_its_name_is_looked_up(kube_api: Cluster, everyt
     """Each is in the dry run, and one of its name that another stack holds is said."""
     kube_api.nodes = FOUR
     kube_api.crds |= {"scheduling.x-k8s.io/v1alpha1/podgroups", "monitoring.coreos.com/v1/servicemonitors"}
+    credentials = {"user": "dXNlcg==", "token": "dG9rZW4=", "secret-key": "a2V5"}  # the RESTful API's Secret
+    kube_api.existing[("secrets", "default", "api-keys")] = {"metadata": {"name": "api-keys"}, "data": credentials}
     declared = [plain(r.inputs) for r in deploy(config(**everything)).resources if r.typ.startswith("kubernetes:")]
     named = {(obj["kind"], obj["metadata"]["name"]) for obj in declared if "name" in obj["metadata"]}
     for kind, name in named:

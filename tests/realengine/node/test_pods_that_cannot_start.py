@@ -83,7 +83,8 @@ def test_a_secret_key_the_environment_reads_that_is_not_there_is_refused_before_
     stack_on_real_node: Callable[..., StackOnRealNode], admin: client.ApiClient, namespace: str
 ) -> None:
     """Of the Secret the check reads which keys it has, from the real API server's answer."""
-    client.CoreV1Api(admin).create_namespaced_secret(namespace, {"metadata": {"name": "lammps"}, "data": {"other": ""}})
+    secret = client.V1Secret(metadata=client.V1ObjectMeta(name="lammps"), data={"other": ""})
+    client.CoreV1Api(admin).create_namespaced_secret(namespace, secret)
     variables = {"LAMMPS_LICENSE": {"name": "lammps", "key": "license"}}
     cluster = stack_on_real_node("dev", **example("dev"), environmentFromSecrets=variables)
     refused = cluster.stack.up(check=False)
