@@ -13,7 +13,7 @@ from typing import Any
 
 from flux_minicluster.builders.manifests import BROKER_CONTAINER, labels
 from flux_minicluster.cluster import api_calls, flux_view, kube, objects
-from flux_minicluster.cluster.status import live_size
+from flux_minicluster.cluster.status import live_size, without_pods
 from flux_minicluster.config import paths
 from flux_minicluster.config.spec import MiniClusterSpec
 
@@ -138,14 +138,14 @@ class Cluster:
         return list(found.items or [])
 
     def pod_of_rank(self, rank: int) -> Any:
-        spec = self.spec
-        size = live_size(self.job(), spec)
+        spec, job = self.spec, self.job()
+        size = live_size(job, spec)
         if not 0 <= rank < size:
             raise Failure(EXIT_NOT_FOUND, f"MiniCluster {spec.name!r} has no rank {rank} (it has {size}: 0-{size - 1})")
         for pod in self.pods():
             if objects.pod_rank(pod) == rank:
                 return pod
-        raise Failure(EXIT_NOT_RUNNING, f"rank {rank} has no pod yet (the Job has not created it); see `status`")
+        raise Failure(EXIT_NOT_RUNNING, f"rank {rank} has no pod: {without_pods(job)}; see `status`")
 
     def log_lines(self, pod: Any, *, follow: bool, previous: bool) -> Iterator[str]:
         from kubernetes.watch.watch import iter_resp_lines

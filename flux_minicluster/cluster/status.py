@@ -106,6 +106,15 @@ def job_state(job: Any) -> str:
     return f"{condition.type} ({condition.reason})" if condition.reason else str(condition.type)
 
 
+def without_pods(job: Any) -> str:
+    """Why the Job has no broker pods: it has not made them yet, or it has ended (or is suspended)
+    without them, as a Job its scheduling guard stopped ends once Kubernetes has deleted its pods."""
+    state = job_state(job)
+    if state == "Running":
+        return "the Job exists, and Kubernetes has not created its pods yet"
+    return f"the Job is {state}, and it has none"
+
+
 def waiting_reasons(pods: Sequence[Any]) -> list[str]:
     """Why pods that should run do not, one line per rank."""
     return [f"rank {objects.pod_rank(pod)}: {pod_state(pod)}" for pod in pods if not _settled(pod_state(pod))]
@@ -202,13 +211,14 @@ def status_rows(
 ) -> list[tuple[str, str]]:
     phases = Counter(pod.status.phase for pod in pods)
     replaced = replacements(job.metadata.name, pods, events)
+    none = "none yet" if job_state(job) == "Running" else "none"
     return [
         ("job", f"{job.metadata.namespace}/{job.metadata.name}"),
         ("state", job_state(job)),
         ("size", size_row(job, spec)),
-        ("ranks", ranks_row(pods, live_size(job, spec))),
+        ("ranks", ranks_row(pods, live_size(job, spec)) if pods else none),
         *([("autoscaler", autoscaler_row(job, events, now))] if spec.autoscale.enabled else []),
-        ("pods", ", ".join(f"{count} {phase}" for phase, count in sorted(phases.items())) or "none yet"),
+        ("pods", ", ".join(f"{count} {phase}" for phase, count in sorted(phases.items())) or none),
         *(("waiting", reason) for reason in waiting_reasons(pods)),
         *(
             ("replaced", f"rank {rank}: {len(whys)} time{'s' if len(whys) > 1 else ''} ({'; '.join(whys)})")

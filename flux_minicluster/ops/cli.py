@@ -40,7 +40,7 @@ from flux_minicluster.cluster.deployed import (
     Failure,
     note,
 )
-from flux_minicluster.cluster.status import SUCCEEDED, pod_rows, pod_state, progress, status_rows
+from flux_minicluster.cluster.status import SUCCEEDED, pod_rows, pod_state, progress, status_rows, without_pods
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import stack_file
 from flux_minicluster.config.loader import ConfigError
@@ -50,14 +50,14 @@ __all__ = ["Cluster", "Console", "cmd_wait", "main"]
 
 
 def cmd_list(cluster: Cluster, console: Console) -> int:
-    cluster.job()
+    job = cluster.job()
     pods = cluster.pods()
     table = Table("rank", "pod", "state", "node", "restarts", "age", title=f"MiniCluster {cluster.spec.name}")
     for row in pod_rows(pods, datetime.now(UTC)):
         table.add_row(*row)
     console.print(table)
     if not pods:
-        note("no broker pods yet: the Job exists, and Kubernetes has not created its pods")
+        note(f"no broker pods: {without_pods(job)}")
     return EXIT_OK
 
 

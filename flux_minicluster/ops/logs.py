@@ -9,7 +9,7 @@ from typing import Any
 
 from flux_minicluster.cluster import objects
 from flux_minicluster.cluster.deployed import EXIT_NOT_RUNNING, EXIT_OK, Cluster, Failure, note
-from flux_minicluster.cluster.status import live_size, pod_state
+from flux_minicluster.cluster.status import live_size, pod_state, without_pods
 
 
 def cmd_logs(cluster: Cluster, rank: int, follow: bool) -> int:
@@ -32,7 +32,8 @@ def cmd_logs(cluster: Cluster, rank: int, follow: bool) -> int:
 
 def cmd_logs_all(cluster: Cluster, follow: bool) -> int:
     """Every rank's log, each line prefixed with its rank; following, lines come as the brokers write them."""
-    size = live_size(cluster.job(), cluster.spec)
+    job = cluster.job()
+    size = live_size(job, cluster.spec)
     by_rank = {objects.pod_rank(pod): pod for pod in cluster.pods()}
     readable = []
     for rank in range(size):
@@ -44,6 +45,8 @@ def cmd_logs_all(cluster: Cluster, follow: bool) -> int:
             note(f"rank {rank}: not started: {state}")
         else:
             readable.append((rank, pod, state.restarting))
+    if not by_rank:
+        raise Failure(EXIT_NOT_RUNNING, f"no rank has a pod: {without_pods(job)}; see `status`")
     if not readable:
         raise Failure(EXIT_NOT_RUNNING, "no rank's broker has started yet; see `status`")
     lines = _merged if follow else _in_rank_order

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from flux_minicluster.builders.names import STOPPED
 from flux_minicluster.cluster import flux_view
 from flux_minicluster.config import paths
 from flux_minicluster.ops import cli
@@ -113,6 +114,13 @@ def failed(api: Cluster) -> None:
     brokers(api, lambda rank: finished(1 if rank == 0 else 143, BROKER))
 
 
+def stopped_pods_gone(api: Cluster) -> None:
+    """A Job its scheduling guard stopped: once it failed, Kubernetes deleted its pods."""
+    stopped = job("Failed", "DeadlineExceeded")
+    stopped["metadata"]["annotations"][STOPPED] = "its pods could not start for 180s (minicluster:scheduleTimeout)"
+    api.add_job(stopped)
+
+
 def deleted_mid_command(api: Cluster) -> None:
     all_running(api)
     api.on_request = lambda number: api.delete_everything() if number == 2 else None
@@ -131,7 +139,8 @@ STATES: dict[str, Callable[[Cluster], None]] = {
     "not deployed": not_deployed, "no pod yet": no_pod_yet, "Pending, unschedulable": pending,
     "ContainerCreating": container_creating, "CrashLoopBackOff": crash_loop, "Running": all_running,
     "Running, exec not allowed": exec_denied, "Running, rank 0 does not answer": rank0_silent,
-    "Succeeded": succeeded, "Failed": failed, "deleted mid-command": deleted_mid_command,
+    "Succeeded": succeeded, "Failed": failed, "Failed, its pods gone": stopped_pods_gone,
+    "deleted mid-command": deleted_mid_command,
     "API unreachable": unreachable, "RBAC denied": rbac_denied,
 }  # fmt: skip
 COMMANDS: dict[str, list[str]] = {
