@@ -211,10 +211,11 @@ def status_rows(
 ) -> list[tuple[str, str]]:
     phases = Counter(pod.status.phase for pod in pods)
     replaced = replacements(job.metadata.name, pods, events)
-    none = "none yet" if job_state(job) == "Running" else "none"
+    state = job_state(job)
+    none = "none yet" if state == "Running" else "none"
     return [
         ("job", f"{job.metadata.namespace}/{job.metadata.name}"),
-        ("state", job_state(job)),
+        ("state", state),
         ("size", size_row(job, spec)),
         ("ranks", ranks_row(pods, live_size(job, spec)) if pods else none),
         *([("autoscaler", autoscaler_row(job, events, now))] if spec.autoscale.enabled else []),

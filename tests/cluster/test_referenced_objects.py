@@ -5,23 +5,13 @@ object that is not there)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from flux_minicluster.cluster import admission
-from flux_minicluster.cluster.kube import Access
-from flux_minicluster.config.loader import load_spec
-from tests.conftest import config
-from tests.harness import OWNER
+from tests.cluster.test_dry_run import verdict
 from tests.kube_api import Cluster
 from tests.kube_api.samples import FOUR
 
 DATA = {"path": "/data", "secret": "app-token"}
 """A volume that mounts the Secret app-token."""
-
-
-def verdict(preview: bool = False, **overrides: Any) -> admission.Verdict:
-    raw = {f"minicluster:{k}": v for k, v in config(**overrides).items()}
-    return admission.check(load_spec(raw, "dev"), Access(), OWNER, preview=preview)
 
 
 def there(api: Cluster, resource: str, name: str, *keys: str) -> None:
