@@ -124,13 +124,14 @@ def _settled(state: PodState) -> bool:
     return state.running or state.finished
 
 
-def replacements(job_name: str, pods: Sequence[Any], events: Sequence[Any]) -> dict[int, list[str]]:
+def replacements(job: Any, pods: Sequence[Any], events: Sequence[Any]) -> dict[int, list[str]]:
     """Ranks whose pod was replaced, with why each earlier pod went: what the pod still says (a
     DisruptionTarget condition, an exit code), else its last event (the pod may be gone)."""
+    job_name = job.metadata.name
     created = {
         event.message.removeprefix("Created pod: "): _when(event)
         for event in events
-        if event.reason == "SuccessfulCreate" and event.involved_object.name == job_name
+        if event.reason == "SuccessfulCreate" and about(job, event)
     } | {pod.metadata.name: pod.metadata.creation_timestamp for pod in pods}
     by_rank: dict[int, list[str]] = {}
     for name in sorted(created, key=lambda name: (created[name] or datetime.min.replace(tzinfo=UTC), name)):
@@ -143,6 +144,12 @@ def replacements(job_name: str, pods: Sequence[Any], events: Sequence[Any]) -> d
         for rank, names in by_rank.items()
         if len(names) > 1
     }
+
+
+def about(job: Any, event: Any) -> bool:
+    """The event is this Job's, not an earlier Job's of the same name: Kubernetes keeps events for an
+    hour, and a replaced Job (a new image, `pulumi up --refresh` after a deletion) has its name."""
+    return bool(event.involved_object.uid == job.metadata.uid)
 
 
 def _when(event: Any) -> datetime | None:
@@ -189,7 +196,7 @@ def size_row(job: Any, spec: MiniClusterSpec) -> str:
 def autoscaler_row(job: Any, events: Sequence[Any], now: datetime) -> str:
     """The autoscaler's last change (its Events on the Job), and how long ago."""
     said = [(when, event) for event in events if (when := _when(event)) is not None
-            and event.involved_object.name == job.metadata.name and event.reason in sizing.EVENT_REASONS]  # fmt: skip
+            and about(job, event) and event.reason in sizing.EVENT_REASONS]  # fmt: skip
     if not said:
         return "no change yet"
     when, last = max(said, key=lambda found: found[0])
@@ -210,7 +217,7 @@ def status_rows(
     job: Any, pods: Sequence[Any], now: datetime, events: Sequence[Any], spec: MiniClusterSpec
 ) -> list[tuple[str, str]]:
     phases = Counter(pod.status.phase for pod in pods)
-    replaced = replacements(job.metadata.name, pods, events)
+    replaced = replacements(job, pods, events)
     state = job_state(job)
     none = "none yet" if state == "Running" else "none"
     return [

@@ -153,6 +153,7 @@ class Cluster:
 
     def add_job(self, job: Json) -> None:
         metadata = job["metadata"]
+        metadata.setdefault("uid", secrets.token_hex(8))
         metadata.setdefault("creationTimestamp", CREATED)
         metadata.setdefault("resourceVersion", str(self.version))
         self.jobs[(metadata["namespace"], metadata["name"])] = job
@@ -165,11 +166,23 @@ class Cluster:
                 self.delete_pod(namespace, name)
 
     def add_event(
-        self, namespace: str, involved: str, reason: str, message: str, kind: str = "Pod", at: str = CREATED
+        self,
+        namespace: str,
+        involved: str,
+        reason: str,
+        message: str,
+        kind: str = "Pod",
+        at: str = CREATED,
+        uid: str | None = None,
     ) -> None:
+        """An event about the object `involved` of `kind`: as every controller's, it names the object's
+        uid too (`uid`, else that of the object by that name now, else one of an object gone)."""
+        store = self.jobs if kind == "Job" else self.pods
+        now = store.get((namespace, involved), {}).get("metadata", {}).get("uid")
         self.events.append({
             "metadata": {"name": f"{involved}.{len(self.events)}", "namespace": namespace},
-            "involvedObject": {"kind": kind, "name": involved, "namespace": namespace},
+            "involvedObject": {"kind": kind, "name": involved, "namespace": namespace,
+                               "uid": uid or now or secrets.token_hex(8)},
             "reason": reason, "message": message, "type": "Warning", "firstTimestamp": at,
         })  # fmt: skip
 

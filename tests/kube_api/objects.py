@@ -64,10 +64,14 @@ class ObjectRoutes(Answers):
         self._page("LimitRangeList", [lr for lr in self.cluster.limit_ranges if lr["metadata"]["namespace"] == ns])
 
     def list_events(self, ns: str, body: Any) -> None:
-        selector = self.query.get("fieldSelector", "")
-        wanted = selector.split("=", 1)[1] if selector.startswith("involvedObject.name=") else None
+        # The API server's field selectors on events: involvedObject's name, uid, kind (and more), ANDed.
+        terms = [term.split("=", 1) for term in self.query.get("fieldSelector", "").split(",") if term]
+        wanted = {field.removeprefix("involvedObject."): value for field, value in terms}
+        if any(not field.startswith("involvedObject.") for field, _ in terms):
+            self._status(400, f"field label not supported by the stand-in: {self.query['fieldSelector']}")
+            return
         items = [e for e in self.cluster.events if e["metadata"]["namespace"] == ns
-                 and (wanted is None or e["involvedObject"]["name"] == wanted)]  # fmt: skip
+                 and all(e["involvedObject"].get(field) == value for field, value in wanted.items())]  # fmt: skip
         self._json(200, {"apiVersion": "v1", "kind": "EventList", "metadata": {}, "items": items})
 
     def create_event(self, ns: str, body: Json) -> None:

@@ -136,6 +136,14 @@ class Stack:
             raise AssertionError(f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
         return done
 
+    def ops(self, *args: str) -> str:
+        """What the ops tool prints (`minicluster ARGS --stack NAME`), run where a user runs it."""
+        argv = ["venv/bin/minicluster", *args, "--stack", self.name]
+        done = subprocess.run(argv, cwd=self.project, env=self.env, capture_output=True, text=True, timeout=UP_TIMEOUT)
+        if done.returncode != 0:
+            raise AssertionError(f"{' '.join(argv)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+        return done.stdout
+
     def up(self, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self.pulumi("up", "--yes", "--skip-preview", check=check)
 

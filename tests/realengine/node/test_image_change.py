@@ -49,6 +49,9 @@ def test_a_new_image_replaces_the_job_and_its_pods_run_in_it(persistent: StackOn
     assert persistent.job().metadata.uid != before
     wait_until(lambda: persistent.running(2), "the new Job's two pods to run", 60, poll=0.2)
     assert images(persistent) == {NEW_IMAGE}
+    # The old Job's events (its pods created, then stopped) stay for an hour: they are not the new Job's
+    said = " ".join(persistent.stack.ops("status").split())
+    assert "pods 2 Running" in said and "replaced" not in said
 
 
 def test_a_preview_of_the_replacement_shows_the_job_keeping_its_name(persistent: StackOnRealNode) -> None:
