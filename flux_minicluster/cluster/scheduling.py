@@ -113,7 +113,7 @@ def guard(
             return f"all {size} pods of the Job {namespace}/{job} started"
         cannot, reason = objects.held_back(pods)
         if not reason and len(pods) < size:
-            cannot, reason = "be created", _not_created(api_client, namespace, job)
+            cannot, reason = "be created", _not_created(api_client, namespace, found.metadata.uid)
         quiet[0] = wait.clock.poll if len(pods) < size else watching.IDLE_LOOK
         if wait.held_for(bool(reason)) >= schedule_timeout:
             held = f"its pods could not {cannot} for {schedule_timeout:g}s (minicluster:scheduleTimeout)"
@@ -134,9 +134,10 @@ def guard(
     raise AssertionError("watching.pods never ends")
 
 
-def _not_created(api_client: Any, namespace: str, job: str) -> str:
-    """Why the Job controller could not create pods (e.g. a quota), from the Job's latest event."""
-    query = {"fieldSelector": f"involvedObject.name={job}"}
+def _not_created(api_client: Any, namespace: str, job_uid: str) -> str:
+    """Why the Job controller could not create pods (e.g. a quota), from the Job's latest event: this
+    Job's (its uid), not a replaced one's of the same name, whose events Kubernetes keeps for an hour."""
+    query = {"fieldSelector": f"involvedObject.uid={job_uid}"}
     events = api_calls.get(api_client, api_calls.events(namespace), query).items
     failed = [event for event in events or [] if event.reason == "FailedCreate"]
     return f"FailedCreate: {failed[-1].message}" if failed else ""

@@ -53,11 +53,6 @@ def plugin(api_server: StandIn) -> Iterator[ProviderPlugin]:
     yield from served(deletion.JobDeletionProvider(), DELETION, api_server.cluster.kubeconfig)
 
 
-@pytest.fixture
-def api(api_server: StandIn) -> Cluster:
-    return api_server.cluster.reset()
-
-
 def inputs(timeout: int = 90) -> dict[str, Any]:
     return {"namespace": "default", "job": "dev", "selector": labels(DEV, "broker"), "identity": "a" * 64,
             "timeout": timeout}  # fmt: skip

@@ -14,7 +14,7 @@ from flux_minicluster.config import sizing
 from flux_minicluster.resources import scale
 from tests.kube_api import Cluster
 from tests.provider_plugin import ProviderPlugin, grpc_error
-from tests.resources.test_scale_provider import Running, api, inputs, plugin, real_rank0  # noqa: F401 -- the fixtures, shared
+from tests.resources.test_scale_provider import Running, inputs, plugin, real_rank0  # noqa: F401 -- the fixtures, shared
 
 
 def autoscaled(plugin: ProviderPlugin, **overrides: Any) -> dict[str, Any]:

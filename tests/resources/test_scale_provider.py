@@ -109,11 +109,6 @@ def inputs(plugin: ProviderPlugin, **overrides: Any) -> dict[str, Any]:
     return plugin.with_provider({**given, **overrides})
 
 
-@pytest.fixture
-def api(api_server: StandIn) -> Cluster:
-    return api_server.cluster.reset()
-
-
 def test_create_waits_for_the_brokers_and_changes_nothing(plugin: ProviderPlugin, api: Cluster) -> None:
     cluster = Running(api, 4)
     resource_id, outs = plugin.create(inputs(plugin))
