@@ -44,10 +44,11 @@ class Failure(RuntimeError):
 class Cluster:
     """This stack's MiniCluster as the API server sees it. Every failed request becomes a Failure."""
 
-    def __init__(self, api_client: Any, spec: MiniClusterSpec) -> None:
+    def __init__(self, api_client: Any, spec: MiniClusterSpec, stack: str = "dev") -> None:
         from kubernetes import client
 
         self.core, self.batch, self.spec = client.CoreV1Api(api_client), client.BatchV1Api(api_client), spec
+        self.stack = stack
         self.host = api_client.configuration.host
         self.job_seen = False
 
@@ -98,8 +99,9 @@ class Cluster:
                 )
         return Failure(
             EXIT_NOT_FOUND,
-            f"MiniCluster {spec.name!r} is not deployed in namespace {spec.namespace!r}: "
-            "run `pulumi up --stack <stack>`",
+            f"MiniCluster {spec.name!r} is not deployed in namespace {spec.namespace!r}: run `pulumi up --stack "
+            f"{self.stack}` (`pulumi up --refresh` if its Job was deleted outside Pulumi, which `pulumi up` alone "
+            "does not see)",
         )
 
     def job(self) -> Any:

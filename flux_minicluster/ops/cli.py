@@ -168,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         path = stack_file.stack_path(args.stack)
         spec, _ = stack_file.load(path)
         context, kubeconfig = stack_file.kubernetes_settings(path)  # where `pulumi up` deployed it
-        cluster = Cluster(kube.api_client(args.context or context, args.kubeconfig or kubeconfig), spec)
+        cluster = Cluster(kube.api_client(args.context or context, args.kubeconfig or kubeconfig), spec, args.stack)
         return run(args, cluster, console)
     except (ConfigError, kube.NoCluster) as error:
         print(f"error: {error}", file=sys.stderr)  # plain print: one line, never wrapped

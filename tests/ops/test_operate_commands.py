@@ -190,6 +190,17 @@ def _client() -> Any:
     return kube.api_client(None)
 
 
+def test_a_minicluster_not_deployed_is_told_with_the_command_for_its_own_stack(kube_api: Cluster, capsys: Any) -> None:
+    """Found on the real engines: a Job deleted outside Pulumi stays in the stack's state, so a plain
+    `pulumi up` changes nothing; its --refresh sees the Job gone and creates it again."""
+    assert cli.main(["status", "--stack", "interactive"]) == 3
+    assert capsys.readouterr().err.strip() == (
+        "error: MiniCluster 'interactive' is not deployed in namespace 'default': run `pulumi up --stack "
+        "interactive` (`pulumi up --refresh` if its Job was deleted outside Pulumi, which `pulumi up` alone does "
+        "not see)"
+    )
+
+
 def test_status_without_leave_to_read_events_still_answers(kube_api: Cluster, capsys: Any) -> None:
     all_running(kube_api)
     kube_api.fail("GET", "/events$", 403, 'events is forbidden: User "dev" cannot list resource "events"')
