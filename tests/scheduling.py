@@ -32,6 +32,7 @@ KEPT_TOGETHER = (
     "tests/realengine/node/test_rank0_eviction.py",
     "tests/realengine/node/test_restricted.py",
     "tests/realengine/node/test_secrets.py",
+    "tests/realengine/node/test_sidecar_example.py",
     "tests/realengine/test_go_example.py",
 )
 """The real-engine modules whose tests share a module-scoped fixture: one worker runs each whole. A

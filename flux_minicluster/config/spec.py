@@ -152,7 +152,8 @@ class MiniClusterSpec(ContainerSettings):
     """Entrypoint logging: quiet, strict, debug, timed."""
     containers: list[Sidecar] = Field(default_factory=list)
     """Containers that run alongside the Flux container in every pod: native sidecars, started first and
-    stopped when the Flux container exits."""
+    stopped (SIGTERM) when the Flux container exits; one that ignores SIGTERM holds the pod's end until
+    its grace period (30 s) is over."""
     volumes: Volumes = Field(default_factory=dict)
     """Volumes by name (DNS-1123 label), mounted into the Flux container: PVCs, hostPath, ConfigMap,
     Secret or emptyDir."""
