@@ -6,8 +6,8 @@
     venv/bin/python scripts/render.py --stack dev --show-secrets | kubectl apply -f -
 
 Uses the same builders as the Pulumi program. No keygen pod can run here, so the certificate is made
-locally with pyzmq unless the stack provides one in plain text (an encrypted `secure:` value cannot be
-read without Pulumi: a local one is made instead, with a note on stderr). Every Secret's values (the
+locally with pyzmq (a stack's own, an encrypted `secure:` value, cannot be read without Pulumi: a note
+on stderr says so; one in plain text is refused, as `pulumi up` refuses it). Every Secret's values (the
 certificate, the config values the stack encrypts) are printed as placeholders unless --show-secrets;
 encrypted values stay placeholders even then.
 """

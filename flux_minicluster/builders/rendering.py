@@ -26,14 +26,10 @@ HIDDEN = "(hidden: render.py --show-secrets prints it)"
 
 
 def render(spec: MiniClusterSpec, show_secrets: bool = False) -> str:
-    """With the stack's own certificate if it has one, else a fresh local keypair (no keygen pod here).
-    Every Secret's values (the certificate, the secret config values) are placeholders unless
-    `show_secrets`."""
-    if spec.curve_certificate is not None:
-        cert = certificate.parse(spec.curve_certificate.get_secret_value())
-    else:
-        cert = certificate.generate(spec.rank0_host)
-    objects = manifests.all_objects(spec, cert.text())
+    """With a fresh local keypair: no keygen pod runs here, and a stack's own certificate is encrypted
+    (only Pulumi can read it; one in plain text is refused). Every Secret's values (the certificate, the
+    secret config values) are placeholders unless `show_secrets`."""
+    objects = manifests.all_objects(spec, certificate.generate(spec.rank0_host).text())
     if not show_secrets:
         objects = [without_secret_values(obj) for obj in objects]
     return yaml.dump_all(objects, Dumper=_ReadableDumper, sort_keys=False)

@@ -64,6 +64,8 @@ def load_spec(raw: Mapping[str, Any], stack: str, secret_keys: Collection[str] =
     known = config_keys()
     problems = [_unknown_key(key, list(known)) for key in values if key not in known]
     problems += [_secret_not_kept(key) for key in sorted(secret) if key in known and key not in SECRETS_KEPT]
+    if ALWAYS_SECRET in values and ALWAYS_SECRET not in secret:
+        problems.append(_kept_in_plain_text(ALWAYS_SECRET))
     decoded = {key: _decode(known[key], value) for key, value in values.items() if key in known}
     problems += list(_python_spellings(MiniClusterSpec, decoded, []))
     decoded.setdefault("name", stack)
@@ -100,6 +102,16 @@ def _python_spellings(model: type[BaseModel], value: Any, path: list[Any]) -> It
         elif isinstance(item, dict):
             for entry_key, entry in item.items():
                 yield from _python_spellings(nested, entry, [*path, key, entry_key])
+
+
+def _kept_in_plain_text(key: str) -> str:
+    """The certificate's secret key in plain text: in the stack file (often in git), every preview and
+    the state's inputs. Refused before anything is made, without echoing it."""
+    return (
+        f"minicluster:{key} holds the cluster's secret key, and the stack keeps it in plain text: set it "
+        f'encrypted, with `pulumi config set --secret minicluster:{key} "$(cat curve.cert)"` (a program that '
+        "declares the MiniCluster passes it as a secret)"
+    )
 
 
 def _secret_not_kept(key: str) -> str:

@@ -145,7 +145,8 @@ class MiniClusterSpec(ContainerSettings):
     certificate_rotation: int = Field(0, ge=0)
     """Change this number to make a new keypair (the Job is then replaced)."""
     curve_certificate: CurveCertificate | None = None
-    """Your own zcert certificate text (set with `pulumi config set --secret`): no keygen at all."""
+    """Your own zcert certificate text, set with `pulumi config set --secret` (in plain text it is
+    refused): no keygen at all."""
     hooks: Hooks = Field(default_factory=Hooks)
     """Shell snippets run by the entrypoint: init, pre, post."""
     logging: Logging = Field(default_factory=Logging)

@@ -71,14 +71,18 @@ def test_render_reads_any_stack_file_and_names_the_cluster_after_it(tmp_path: Pa
     assert job["spec"]["completions"] == 2
 
 
-def test_render_uses_a_provided_certificate(tmp_path: Path) -> None:
+def test_render_refuses_a_certificate_the_stack_keeps_in_plain_text_and_prints_nothing(tmp_path: Path) -> None:
     provided = certificate.generate("mine-0")
     stack_file = tmp_path / "Pulumi.mine.yaml"
     stack_file.write_text(
         yaml.safe_dump({"config": {"minicluster:image": "flux:1", "minicluster:curveCertificate": provided.text()}})
     )
-    secret = next(o for o in rendered("--config", str(stack_file), "--show-secrets") if o["kind"] == "Secret")
-    assert certificate.parse(secret["stringData"]["curve.cert"]) == provided
+    result = subprocess.run([*RENDER, "--config", str(stack_file), "--show-secrets"], capture_output=True, text=True)
+    assert (result.returncode, result.stdout) == (2, "")
+    assert "minicluster:curveCertificate holds the cluster's secret key, and the stack keeps it in plain text" in (
+        result.stderr
+    )
+    assert provided.secret_key not in result.stderr
 
 
 def test_render_reports_a_bad_config_by_key_and_prints_nothing(tmp_path: Path) -> None:

@@ -169,7 +169,10 @@ def test_every_problem_is_reported_at_once() -> None:
 def test_a_certificate_and_local_keygen_together_are_contradictory() -> None:
     from flux_minicluster.config import certificate
 
-    message, _ = deploy_rejected(config(keygen="local", curveCertificate=certificate.generate("dev-0").text()))
+    given = certificate.generate("dev-0").text()
+    message, _ = deploy_rejected(
+        config(keygen="local", curveCertificate=given), secret_keys=("minicluster:curveCertificate",)
+    )
     assert "minicluster:curveCertificate is set, so minicluster:keygen 'local' has nothing to do; unset one" in message
 
 

@@ -44,9 +44,13 @@ def test_public_key_is_a_plain_output_and_no_output_is_secret_or_holds_the_secre
     assert KEYGEN_CERTIFICATE.secret_key not in repr(deployment.outputs)
 
 
+CERTIFICATE_KEY = ("minicluster:curveCertificate",)
+"""Set with `pulumi config set --secret`, as it must be."""
+
+
 def test_provided_certificate_goes_into_the_secret_with_no_keygen_resource() -> None:
     provided = certificate.generate("dev-0")
-    deployment = deploy(config(curveCertificate=provided.text()))
+    deployment = deploy(config(curveCertificate=provided.text()), secret_keys=CERTIFICATE_KEY)
     assert POD_KEYGEN not in deployment.kinds and LOCAL_KEYGEN not in deployment.kinds
     string_data = deployment.one(SECRET).inputs["stringData"]
     assert is_secret(string_data)
@@ -63,7 +67,19 @@ def test_local_keygen_uses_no_pod() -> None:
 def test_a_bad_provided_certificate_is_refused_by_key_without_echoing_it() -> None:
     provided = certificate.generate("dev-0")
     mismatched = provided.text().replace(provided.public_key, certificate.generate("x").public_key)
-    message, deployment = deploy_rejected(config(curveCertificate=mismatched))
+    message, deployment = deploy_rejected(config(curveCertificate=mismatched), secret_keys=CERTIFICATE_KEY)
     assert "minicluster:curveCertificate: public-key is not the public half of secret-key" in message
+    assert provided.secret_key not in message
+    assert deployment.resources == []
+
+
+def test_a_certificate_the_stack_keeps_in_plain_text_is_refused_without_echoing_it() -> None:
+    """Its secret key would sit in the stack file (often in git) and in the state's inputs in the clear."""
+    provided = certificate.generate("dev-0")
+    message, deployment = deploy_rejected(config(curveCertificate=provided.text()))
+    assert (
+        "minicluster:curveCertificate holds the cluster's secret key, and the stack keeps it in plain text: set it "
+        'encrypted, with `pulumi config set --secret minicluster:curveCertificate "$(cat curve.cert)"`'
+    ) in message
     assert provided.secret_key not in message
     assert deployment.resources == []
