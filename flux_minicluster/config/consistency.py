@@ -81,6 +81,19 @@ def _modes(spec: MiniClusterSpec) -> Iterator[Problem]:
         )
 
 
+def _command_words(spec: MiniClusterSpec) -> Iterator[Problem]:
+    """Outside batch mode the command's words go to Flux as they are, and no shell runs them: an
+    operator would reach the command as an argument (`hostname && sleep 5` runs `hostname` with three)."""
+    if spec.command is None or spec.mode == "batch":
+        return
+    if operator := rules.shell_operator(spec.command):
+        yield Problem(
+            "command",
+            f"minicluster:command: {operator!r} is a shell operator, but no shell runs the command in mode "
+            f"{spec.mode!r}: its words go to Flux as they are. Give the line to a shell: sh -c '...'",
+        )
+
+
 def _certificate(spec: MiniClusterSpec) -> Iterator[Problem]:
     if spec.curve_certificate is not None and spec.keygen == "local":
         yield Problem(
@@ -187,6 +200,6 @@ def _shared_memory(spec: MiniClusterSpec) -> Iterator[Problem]:
 
 
 RULES: tuple[Callable[[MiniClusterSpec], Iterator[Problem]], ...] = (
-    _sizes, _elastic_only, _names, _modes, _certificate, _containers, _ports_and_paths, _overlay, _state_volume,
-    _shared_memory, production.problems,
+    _sizes, _elastic_only, _names, _modes, _command_words, _certificate, _containers, _ports_and_paths, _overlay,
+    _state_volume, _shared_memory, production.problems,
 )  # fmt: skip

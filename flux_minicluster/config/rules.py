@@ -88,6 +88,35 @@ def shell_words(value: str) -> list[str]:
         raise ValueError(f"cannot be split into words like a shell line: {error}") from None
 
 
+SHELL_OPERATOR_CHARACTERS = "|&;<>"
+"""What a shell acts on, outside quotes: pipes, lists (&&, ||, ;, &) and redirections."""
+
+
+def shell_operator(line: str) -> str | None:
+    """The first operator a shell would act on in `line` (outside quotes, not escaped), or None. Split
+    like a shell line without a shell, it stays plain text, which the program then takes as an argument."""
+    quote: str | None = None
+    index = 0
+    while index < len(line):
+        char = line[index]
+        if quote is not None:
+            if char == quote:
+                quote = None
+            elif char == "\\" and quote == '"':
+                index += 1
+        elif char in "'\"":
+            quote = char
+        elif char == "\\":
+            index += 1
+        elif char in SHELL_OPERATOR_CHARACTERS:
+            end = index
+            while end < len(line) and line[end] in SHELL_OPERATOR_CHARACTERS:
+                end += 1
+            return line[index:end]
+        index += 1
+    return None
+
+
 STANDARD_CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 """With hugepages-<size>, the only names without a domain that the API server takes on a container."""
 
