@@ -83,13 +83,14 @@ def _modes(spec: MiniClusterSpec) -> Iterator[Problem]:
 
 def _command_words(spec: MiniClusterSpec) -> Iterator[Problem]:
     """Outside batch mode the command's words go to Flux as they are, and no shell runs them: an
-    operator would reach the command as an argument (`hostname && sleep 5` runs `hostname` with three)."""
+    operator or an expansion would reach the command as text (`hostname && sleep 5` runs `hostname`
+    with three arguments, `echo $HOME` prints `$HOME`)."""
     if spec.command is None or spec.mode == "batch":
         return
-    if operator := rules.shell_operator(spec.command):
+    if found := rules.shell_syntax(spec.command):
         yield Problem(
             "command",
-            f"minicluster:command: {operator!r} is a shell operator, but no shell runs the command in mode "
+            f"minicluster:command: {found!r} is shell syntax, but no shell runs the command in mode "
             f"{spec.mode!r}: its words go to Flux as they are. Give the line to a shell: sh -c '...'",
         )
 

@@ -90,11 +90,14 @@ def shell_words(value: str) -> list[str]:
 
 SHELL_OPERATOR_CHARACTERS = "|&;<>"
 """What a shell acts on, outside quotes: pipes, lists (&&, ||, ;, &) and redirections."""
+SHELL_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[{(]|[0-9#?*@$!-])|`")
+"""What a shell expands outside quotes: $NAME, ${...}, $(...), the special parameters, `...`."""
 
 
-def shell_operator(line: str) -> str | None:
-    """The first operator a shell would act on in `line` (outside quotes, not escaped), or None. Split
-    like a shell line without a shell, it stays plain text, which the program then takes as an argument."""
+def shell_syntax(line: str) -> str | None:
+    """The first thing a shell would act on in `line`, outside quotes and not escaped (an operator run,
+    or the start of an expansion), or None. Split like a shell line without a shell, it stays plain
+    text, which the program then takes as an argument."""
     quote: str | None = None
     index = 0
     while index < len(line):
@@ -113,6 +116,8 @@ def shell_operator(line: str) -> str | None:
             while end < len(line) and line[end] in SHELL_OPERATOR_CHARACTERS:
                 end += 1
             return line[index:end]
+        elif expansion := SHELL_EXPANSION.match(line, index):
+            return expansion.group()
         index += 1
     return None
 

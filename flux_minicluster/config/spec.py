@@ -67,7 +67,7 @@ class MiniClusterSpec(ContainerSettings):
     """Container image with Flux installed, used by every broker pod (and by the keygen pod)."""
     command: ShellLine | None = None
     """Command rank 0 runs in the instance, split like a shell line, or a YAML list of its words. No
-    shell runs it (batch mode's lines aside): for `&&`, `|` or `>`, give it to one (`sh -c '...'`).
+    shell runs it (batch mode's lines aside): for `&&`, `|`, `>` or `$VAR`, give it to one (`sh -c '...'`).
     Absent: a persistent cluster."""
     size: int = Field(1, ge=1, le=MAX_INDEXED_COMPLETIONS)
     """Number of pods, each running one Flux broker. On an elastic cluster (no command, interactive,

@@ -1,7 +1,7 @@
 """minicluster:command is split into words like a shell line, and outside batch mode no shell runs it:
-an operator a shell would act on (a pipe, a list, a redirection) is refused by the key, since the
-command would take it as an argument. Quoted, escaped, inside a shell's own line, as a word of a YAML
-list or in batch mode's shell lines it is taken as written."""
+what a shell would act on (a pipe, a list, a redirection, an expansion) is refused by the key, since the
+command would take it as text. Quoted, escaped, inside a shell's own line, as a word of a YAML list or
+in batch mode's shell lines it is taken as written."""
 
 from __future__ import annotations
 
@@ -21,13 +21,14 @@ def loaded(**overrides: Any) -> MiniClusterSpec:
 
 
 @pytest.mark.parametrize(
-    ("command", "operator"),
+    ("command", "syntax"),
     [("hostname && sleep 5", "&&"), ("lmp -in in.lj > out.log", ">"), ("flux resource list | head", "|"),
-     ("hostname; sleep 5", ";"), ("make 2>&1", ">&")],
+     ("hostname; sleep 5", ";"), ("make 2>&1", ">&"), ("train --out $OUTPUT_DIR", "$OUTPUT_DIR"),
+     ("echo ${HOME}", "${"), ("echo $(date)", "$("), ("echo `date`", "`")],
 )  # fmt: skip
-def test_an_operator_a_shell_would_act_on_is_refused_by_the_key(command: str, operator: str) -> None:
+def test_what_a_shell_would_act_on_is_refused_by_the_key(command: str, syntax: str) -> None:
     assert refused_problems(config(command=command)) == [
-        f"minicluster:command: {operator!r} is a shell operator, but no shell runs the command in mode 'submit': "
+        f"minicluster:command: {syntax!r} is shell syntax, but no shell runs the command in mode 'submit': "
         "its words go to Flux as they are. Give the line to a shell: sh -c '...'"
     ]
 
@@ -41,12 +42,13 @@ def test_the_mode_that_runs_no_shell_is_named() -> None:
     ("command", "expected"),
     [("echo 'a && b'", ["echo", "a && b"]), (r"echo a\|b", ["echo", "a|b"]), ('echo "x > y"', ["echo", "x > y"]),
      ("sh -c 'hostname > /tmp/h && sleep 1'", ["sh", "-c", "hostname > /tmp/h && sleep 1"]),
+     ("sh -c \"echo $OUTPUT_DIR\"", ["sh", "-c", "echo $OUTPUT_DIR"]), ("echo 5$", ["echo", "5$"]),
      (json.dumps(["echo", "&&", "x"]), ["echo", "&&", "x"])],
 )  # fmt: skip
-def test_an_operator_no_shell_would_act_on_is_a_word_as_written(command: str, expected: list[str]) -> None:
+def test_what_no_shell_would_act_on_is_a_word_as_written(command: str, expected: list[str]) -> None:
     assert loaded(command=command).command_args == expected
 
 
-def test_batch_modes_lines_are_shell_lines_and_may_hold_operators() -> None:
+def test_batch_modes_lines_are_shell_lines_and_may_hold_shell_syntax() -> None:
     batch = loaded(command="hostname && sleep 5\nflux resource list | head", mode="batch")
     assert batch.command_lines == ["hostname && sleep 5", "flux resource list | head"]
