@@ -9,12 +9,10 @@ replacement of the Job) would meet a Job of the same name that is still being de
 from __future__ import annotations
 
 import contextlib
-import sys
-from collections.abc import Callable
 from typing import Any
 
 from flux_minicluster.cluster import api_calls, objects, watching
-from flux_minicluster.cluster.waiting import Clock, Wait
+from flux_minicluster.cluster.waiting import Clock, Say, Wait, to_stderr
 
 JOB_LOOK = 0.1
 """Seconds between two reads of a Job whose pods are gone."""
@@ -26,7 +24,7 @@ class StillThere(RuntimeError):
 
 def wait_until_gone(
     api_client: Any, namespace: str, job: str, selector: dict[str, str], timeout: float,
-    clock: Clock | None = None, say: Callable[[str], None] = lambda line: print(line, file=sys.stderr, flush=True),
+    clock: Clock | None = None, say: Say = to_stderr,
 ) -> str:  # fmt: skip
     wait = Wait(timeout, clock)
 

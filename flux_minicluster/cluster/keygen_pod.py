@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from flux_minicluster.cluster import api_calls, kube, objects
-from flux_minicluster.cluster.waiting import Clock, Wait
+from flux_minicluster.cluster.waiting import Clock, Progress, Say, Wait, to_stderr
 from flux_minicluster.config import paths
 from flux_minicluster.config.certificate import CertificateError, CurveCertificate, parse, redact
 
@@ -41,6 +41,7 @@ def run_keygen_pod(
     schedule_timeout: float | None = None,
     request_timeout: tuple[float, float] = kube.REQUEST_TIMEOUT,
     clock: Clock | None = None,
+    say: Say = to_stderr,
 ) -> CurveCertificate:
     namespace = pod["metadata"]["namespace"]
     container = pod["spec"]["containers"][0]
@@ -49,7 +50,7 @@ def run_keygen_pod(
     name = run.create(pod)
     wait = Wait(timeout, clock)
     try:
-        status = run.wait(name, wait, schedule_timeout or timeout)
+        status = run.wait(name, wait, schedule_timeout or timeout, Progress(say, wait.clock))
         if status.phase in DONE:
             raise KeygenError(_failure(run, name, status, image))
         return _certificate_by_exec(run, name, container["name"], image, max(wait.remaining, 1.0))
@@ -75,20 +76,23 @@ class _Run:
             raise KeygenError(_api_problem(error, self.namespace, "creating the keygen pod")) from None
         return str(created["metadata"]["name"])
 
-    def wait(self, name: str, wait: Wait, schedule_timeout: float) -> Any:
+    def wait(self, name: str, wait: Wait, schedule_timeout: float, progress: Progress) -> Any:
         """The pod's status once it is done; KeygenError if its image cannot be pulled, it stays
-        unschedulable for schedule_timeout, or time runs out. Watched: each change wakes it up."""
+        unschedulable for schedule_timeout, or time runs out. Watched: each change wakes it up, and the
+        time to say how it goes (a large image can take minutes to pull)."""
         while not wait.over:
             seen = False
-            watch_ends = wait.held_until(schedule_timeout)  # wake up when it has waited too long to be scheduled
+            # wake up when it has waited too long to be scheduled, or to say how it goes
+            watch_ends = min(wait.held_until(schedule_timeout), progress.due())
             for pod in self.changes(name, max(watch_ends - wait.clock.now(), 0.1)):
                 seen, status = True, pod.status
                 if status.phase in DONE or _running(status):
                     return status
                 _check_waiting(pod)
+                progress.tell(f"the keygen pod {self.namespace}/{name} is {_not_yet_running(pod)}")
                 wait.held_for(bool(objects.unschedulable(status)))
-                if wait.over or wait.held_until(schedule_timeout) < watch_ends:
-                    break  # watch again, until the schedule timeout only
+                if wait.over or min(wait.held_until(schedule_timeout), progress.due()) < watch_ends:
+                    break  # watch again, until the schedule timeout or the next line only
             if not seen and not self.exists(name):  # a watch starts with the pod as it is
                 raise KeygenError(self._deleted(name))
             if wait.held >= schedule_timeout:  # unschedulable that long, as last seen
@@ -200,6 +204,17 @@ def _ended(run: _Run, name: str, within: float = 0.0) -> Any | None:
     except Exception:
         return None
     return status if status.phase in DONE else None
+
+
+def _not_yet_running(pod: Any) -> str:
+    """Where a pod that does not run yet is: e.g. "waiting for a node (0/3 nodes are available: ...)",
+    or "on node n1, container 'keygen' ContainerCreating (image ghcr.io/...)"."""
+    where = pod.spec.node_name
+    if not where:
+        return f"waiting for a node ({objects.not_scheduled(pod.status) or 'not scheduled yet'})"
+    for name, waiting, image in objects.waiting_containers(pod):
+        return f"on node {where}, container {name!r} {waiting.reason} (image {image})"
+    return f"on node {where}, starting"
 
 
 def _running(status: Any) -> bool:

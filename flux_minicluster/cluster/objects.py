@@ -4,7 +4,7 @@ take. Pure: it reads the `kubernetes` client's models, it asks for nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 
@@ -94,22 +94,28 @@ def container_not_made(pod: Any) -> str:
 
 
 def _waiting_on(pod: Any, reasons: frozenset[str]) -> str:
-    """The first container, init containers first, that waits for one of `reasons`, said in a line. The
-    image named is the pod's as given: a status may name it otherwise (normalized), or not at all."""
+    """The first container, init containers first, that waits for one of `reasons`, said in a line."""
+    for name, waiting, image in waiting_containers(pod):
+        if waiting.reason not in reasons:
+            continue
+        said = f"{waiting.reason}: {waiting.message or 'no details'}"
+        if waiting.reason in PULL_FAILURES:
+            return f"container {name!r} cannot pull image {image!r} ({said})"
+        return f"container {name!r} cannot be made ({said})"
+    return ""
+
+
+def waiting_containers(pod: Any) -> Iterator[tuple[str, Any, str]]:
+    """The pod's containers that wait, init containers first: each one's name, waiting state and image.
+    The image is the pod's as given: a status may name it otherwise (normalized), or not at all."""
     spec, status = pod.spec, pod.status
     declared = [*(spec.init_containers or []), *(spec.containers or [])] if spec is not None else []
     images = {container.name: container.image for container in declared}
     statuses = [*(status.init_container_statuses or []), *(status.container_statuses or [])] if status else []
     for container in statuses:
         waiting = container.state.waiting if container.state is not None else None
-        if waiting is None or waiting.reason not in reasons:
-            continue
-        said = f"{waiting.reason}: {waiting.message or 'no details'}"
-        if waiting.reason in PULL_FAILURES:
-            image = images.get(container.name) or container.image
-            return f"container {container.name!r} cannot pull image {image!r} ({said})"
-        return f"container {container.name!r} cannot be made ({said})"
-    return ""
+        if waiting is not None:
+            yield container.name, waiting, images.get(container.name) or container.image
 
 
 def started(pod: Any) -> bool:

@@ -24,7 +24,8 @@ from typing import Any
 
 from flux_minicluster.builders.names import BROKER_CONTAINER, STOPPED
 from flux_minicluster.cluster import api_calls, kube, objects, resize_lease, watching
-from flux_minicluster.cluster.waiting import Clock, Wait
+from flux_minicluster.cluster.status import waiting_reasons
+from flux_minicluster.cluster.waiting import Clock, Progress, Say, Wait, to_stderr
 from flux_minicluster.config import lifecycle, paths, sizing
 from flux_minicluster.config.sizing import FIELD_MANAGER
 
@@ -56,6 +57,10 @@ class Scale:
     """Rank 0's autoscaler resizes the Job too: the resize takes the lease first (resize_lease.py)."""
 
 
+PROGRESS_RANKS = 3
+"""How many waiting ranks a progress line names; the rest are counted."""
+
+
 def live_size(api_client: Any, namespace: str, job: str) -> int:
     return _size(api_calls.get(api_client, api_calls.jobs(namespace, job)))
 
@@ -66,19 +71,20 @@ def _size(job: Any) -> int:
     return size
 
 
-def resize(api_client: Any, want: Scale, clock: Clock | None = None) -> list[str]:
-    """Bring the Job to `want.size`, and wait until its brokers are ready. Returns what happened, line by line."""
+def resize(api_client: Any, want: Scale, clock: Clock | None = None, say: Say = to_stderr) -> list[str]:
+    """Bring the Job to `want.size`, and wait until its brokers are ready, saying how that goes if it
+    takes long. Returns what happened, line by line."""
     if not want.autoscale:
-        return _resize(api_client, want, clock)
+        return _resize(api_client, want, clock, say)
     seconds = want.shrink_timeout + want.job_timeout + LEASE_MARGIN
     try:
         with resize_lease.held(api_client, want.namespace, want.job, seconds, Wait(want.job_timeout, clock)):
-            return _resize(api_client, want, clock)
+            return _resize(api_client, want, clock, say)
     except resize_lease.LeaseNotTaken as busy:
         raise ResizeFailed(str(busy)) from None
 
 
-def _resize(api: Any, want: Scale, clock: Clock | None) -> list[str]:
+def _resize(api: Any, want: Scale, clock: Clock | None, say: Say) -> list[str]:
     job = api_calls.get(api, api_calls.jobs(want.namespace, want.job))
     if finished := objects.job_finished(job):
         _write_scale(api, want, want.size)
@@ -86,7 +92,7 @@ def _resize(api: Any, want: Scale, clock: Clock | None) -> list[str]:
     current = _size(job)
     if want.size == current:
         _write_scale(api, want, want.size)
-        return [_await(api, want, current, Wait(want.job_timeout, clock))]
+        return [_await(api, want, current, Wait(want.job_timeout, clock), say)]
     said = _prepare(api, want, current)
     try:
         _write_scale(api, want, want.size)
@@ -100,7 +106,7 @@ def _resize(api: Any, want: Scale, clock: Clock | None) -> list[str]:
             f"stays at {current} brokers"
         ) from None
     try:
-        said.append(_await(api, want, current, Wait(want.job_timeout, clock)))
+        said.append(_await(api, want, current, Wait(want.job_timeout, clock), say))
     except ResizeFailed as failure:
         if want.size <= current:
             raise
@@ -171,14 +177,15 @@ def _patch_job(api: Any, want: Scale, size: int) -> None:
     api_calls.patch(api, api_calls.jobs(want.namespace, want.job), sizing.job_patch(size), FIELD_MANAGER)
 
 
-def _await(api: Any, want: Scale, current: int, wait: Wait) -> str:
+def _await(api: Any, want: Scale, current: int, wait: Wait, say: Say) -> str:
     """Until every rank below the size has a ready pod and no pod above it is left: woken by each change
-    of the pods (a watch), and at the deadline or when new pods have been held back long enough (no node
-    for them, or an image the kubelet cannot pull)."""
+    of the pods (a watch), at the deadline, when new pods have been held back long enough (no node for
+    them, or an image the kubelet cannot pull), and when it is time to say how it goes."""
     size = want.size
+    progress = Progress(say, wait.clock)
 
     def next_look() -> float:
-        return wait.held_until(want.schedule_timeout) - wait.clock.now()
+        return min(wait.held_until(want.schedule_timeout), progress.due()) - wait.clock.now()
 
     selector = objects.label_selector(want.selector)
     for listed in watching.pods(api, want.namespace, selector, next_look):
@@ -187,6 +194,8 @@ def _await(api: Any, want: Scale, current: int, wait: Wait) -> str:
         leaving = sorted({objects.pod_rank(pod) for pod in pods if objects.pod_rank(pod) >= size})
         if len(ready) >= size and not leaving:
             return f"all {size} brokers are ready"
+        state = _how_it_goes(ready, size, leaving, pods)
+        progress.tell(state)
         job = api_calls.get(api, api_calls.jobs(want.namespace, want.job))
         if finished := objects.job_finished(job):
             if finished.startswith("failed"):
@@ -202,11 +211,19 @@ def _await(api: Any, want: Scale, current: int, wait: Wait) -> str:
                 f"the new pods could not {cannot} for {want.schedule_timeout}s (minicluster:scheduleTimeout): {reason}"
             )
         if wait.over:
-            waits = f"; ranks {', '.join(map(str, leaving))} are still going" if leaving else ""
-            raise ResizeFailed(
-                f"after {want.job_timeout}s (minicluster:jobTimeout) {len(ready)} of {size} brokers are ready{waits}"
-            )
+            raise ResizeFailed(f"after {want.job_timeout}s (minicluster:jobTimeout) {state}")
     raise AssertionError("watching.pods never ends")
+
+
+def _how_it_goes(ready: set[int], size: int, leaving: list[int], pods: list[Any]) -> str:
+    """E.g. "2 of 4 brokers are ready; rank 2: ContainerCreating; rank 3: no pod yet"."""
+    staying = [pod for pod in pods if objects.pod_rank(pod) < size]
+    without = sorted(set(range(size)) - {objects.pod_rank(pod) for pod in staying})
+    waiting = [*waiting_reasons(staying), *(f"rank {rank}: no pod yet" for rank in without)]
+    more = len(waiting) - PROGRESS_RANKS
+    shown = waiting[:PROGRESS_RANKS] + ([f"{more} more waiting"] if more > 0 else [])
+    going = [f"ranks {', '.join(map(str, leaving))} are still going"] if leaving else []
+    return "; ".join([f"{len(ready)} of {size} brokers are ready", *shown, *going])
 
 
 def _ready(pod: Any) -> bool:

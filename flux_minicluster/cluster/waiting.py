@@ -4,9 +4,17 @@ clock that a test may replace."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+
+Say = Callable[[str], None]
+
+
+def to_stderr(line: str) -> None:
+    """What a dynamic provider prints on stderr, `pulumi up` shows as it comes, as a line of the stack's."""
+    print(line, file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)
@@ -53,3 +61,30 @@ class Wait:
     def pause(self) -> None:
         """One poll interval, never past the deadline."""
         self.clock.sleep(max(0.0, min(self.clock.poll, self.remaining)))
+
+
+class Progress:
+    """What a long wait says as it goes: nothing in its first `AFTER` seconds (a quick wait says
+    nothing, and leaves nothing in `pulumi up`'s diagnostics), then its state each time it changes, at
+    most one line every `EVERY` seconds. The waiter looks again by `due()` even if nothing happened."""
+
+    AFTER = 5.0
+    EVERY = 10.0
+
+    def __init__(self, say: Say, clock: Clock) -> None:
+        self.say, self.clock = say, clock
+        self._next = clock.now() + self.AFTER
+        self._said: str | None = None
+
+    def due(self) -> float:
+        """When the next line may be said."""
+        return self._next
+
+    def tell(self, state: str) -> None:
+        now = self.clock.now()
+        if now < self._next:
+            return
+        self._next = now + self.EVERY
+        if state != self._said:
+            self._said = state
+            self.say(state)

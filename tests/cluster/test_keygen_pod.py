@@ -10,6 +10,7 @@ import json
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import pytest
 from flux_minicluster.builders import keygen
 from flux_minicluster.cluster import api_calls, keygen_pod, kube
 from flux_minicluster.cluster.keygen_pod import KeygenError, run_keygen_pod
+from flux_minicluster.cluster.waiting import Progress
 from flux_minicluster.config import certificate, paths
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.paths import FLUX_VIEW
@@ -40,9 +42,12 @@ def run(
     timeout: float = 10,
     request_timeout: tuple[float, float] = QUICK,
     schedule_timeout: float | None = None,
+    say: Callable[[str], None] = print,
 ) -> Any:
     api_client = kube.api_client(None)
-    return run_keygen_pod(api_client, pod, timeout, schedule_timeout=schedule_timeout, request_timeout=request_timeout)
+    return run_keygen_pod(
+        api_client, pod, timeout, schedule_timeout=schedule_timeout, request_timeout=request_timeout, say=say
+    )
 
 
 def failure(**kwargs: Any) -> str:
@@ -88,6 +93,21 @@ def test_the_certificate_arrives_as_soon_as_it_is_written(kube_api: Cluster, tmp
     # the file: no poll anywhere.
     assert kube_api.watches == [api_calls.pods("default")]
     assert (kube_api.reads(f"/pods/{name}"), kube_api.reads(f"/pods/{name}/exec")) == (0, 1)
+
+
+def test_a_pod_slow_to_start_says_where_it_is_once_past_the_first_seconds(
+    kube_api: Cluster, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large image can take minutes to pull: `pulumi up` shows where the pod is meanwhile."""
+    monkeypatch.setattr(Progress, "AFTER", 0.2)  # a watch lasts a whole second at least: it is said by then
+    kube_api.kubelet = kubelet(Step(0.02, status=waiting("ContainerCreating")), Step(2.5, status=running()))
+    holding(CERT.text(), kube_api, tmp_path)
+    said: list[str] = []
+    assert run(say=said.append) == CERT
+    (name,) = deleted(kube_api)
+    image = POD["spec"]["containers"][0]["image"]
+    where = f"on node node-1, container 'keygen' ContainerCreating (image {image})"
+    assert said == [f"the keygen pod default/{name} is {where}"]
 
 
 def test_the_certificate_never_passes_through_the_log(kube_api: Cluster, tmp_path: Path) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from flux_minicluster.cluster.waiting import Clock, Wait
+from flux_minicluster.cluster.waiting import Clock, Progress, Wait
 
 
 class Manual:
@@ -48,3 +48,29 @@ def test_held_until_is_when_the_condition_will_have_held_long_enough_or_the_dead
     wait.held_for(True)
     assert wait.held_until(10) == 110
     assert wait.held_until(60) == 130
+
+
+def progress() -> tuple[Progress, Manual, list[str]]:
+    manual, said = Manual(), list[str]()
+    return Progress(said.append, Clock(now=manual.now, sleep=manual.sleep)), manual, said
+
+
+def test_a_wait_says_nothing_in_its_first_seconds() -> None:
+    told, clock, said = progress()
+    told.tell("the keygen pod is waiting for a node")
+    clock.sleep(Progress.AFTER - 0.1)
+    told.tell("the keygen pod is on node n1")
+    assert said == []
+
+
+def test_a_longer_wait_says_its_state_when_it_changes_and_no_more_than_once_a_period() -> None:
+    told, clock, said = progress()
+    clock.sleep(Progress.AFTER)
+    told.tell("1 of 4 brokers are ready")
+    told.tell("2 of 4 brokers are ready")  # at once: it waits for its turn
+    assert (said, told.due()) == (["1 of 4 brokers are ready"], clock.t + Progress.EVERY)
+    clock.sleep(Progress.EVERY)
+    told.tell("2 of 4 brokers are ready")
+    clock.sleep(Progress.EVERY)
+    told.tell("2 of 4 brokers are ready")  # unchanged: not said again
+    assert said == ["1 of 4 brokers are ready", "2 of 4 brokers are ready"]

@@ -234,7 +234,9 @@ def test_without_a_running_rank0_a_shrink_has_nothing_to_drain(plugin: ProviderP
         lambda: plugin.update("default/dev", inputs(plugin, size=6), inputs(plugin, size=4, jobTimeout=1))
     )
     assert cluster.execs == [] and cluster.job_size == (4, 4)
-    assert "after 1s (minicluster:jobTimeout) 3 of 4 brokers are ready; ranks 4, 5 are still going" in details
+    assert (
+        "after 1s (minicluster:jobTimeout) 3 of 4 brokers are ready; rank 0: no pod yet; ranks 4, 5 are still going"
+    ) in details
 
 
 def test_a_finished_job_is_not_resized(plugin: ProviderPlugin, api: Cluster) -> None:

@@ -10,6 +10,9 @@ containers are not ready.
   check refuses it before anything is created. With the check off, the pods wait in
   ContainerCreating, and `pulumi up` ends at jobTimeout: the scheduling guard, which the engine waits
   for too, does not follow them past it.
+- While it waits, past its first seconds, `pulumi up` says how it goes (a line of the stack's): the
+  Scale of an elastic cluster how many brokers are ready and why the others wait, the keygen pod
+  where it is.
 
 Destroy then leaves nothing."""
 
@@ -103,5 +106,37 @@ def test_with_admission_off_pods_held_by_a_missing_volume_end_pulumi_up_at_job_t
     ended = cluster.stack.up(check=False)  # the test's limit: 300 s
     assert ended.returncode != 0
     assert "'dev' timed out waiting to be Ready" in ended.stdout  # the Job's own wait, at jobTimeout
+    cluster.stack.destroy()
+    assert cluster.left() == {}
+
+
+def test_an_elastic_cluster_whose_pods_wait_says_how_it_goes_and_why_at_job_timeout(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    """pulumi-kubernetes does not await an elastic cluster's Job: its Scale does, and once that has lasted
+    a few seconds it says how many brokers are ready and why the others wait, as it goes."""
+    volumes = {"data": {"path": "/data", "secret": "no-such-secret"}}
+    settings = {"size": 2, "admission": "off", "volumes": volumes, "jobTimeout": 15}
+    cluster = stack_on_real_node("interactive", **{**example("interactive"), **settings})
+    ended = cluster.stack.up(check=False)
+    assert ended.returncode != 0
+    waiting = "0 of 2 brokers are ready; rank 0: ContainerCreating; rank 1: ContainerCreating"
+    assert [line for line in ended.stdout.splitlines() if "pulumi:pulumi:Stack" in line and line.endswith(waiting)]
+    assert f"ResizeFailed: after 15s (minicluster:jobTimeout) {waiting}" in ended.stdout
+    cluster.stack.destroy()
+    assert cluster.left() == {}
+
+
+def test_a_keygen_pod_no_node_takes_says_so_while_it_waits_then_stops_at_schedule_timeout(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    settings = {"admission": "off", "pod": {"nodeSelector": {"pool": "nowhere"}}, "scheduleTimeout": 10}
+    cluster = stack_on_real_node("dev", **{**example("dev"), **settings})
+    ended = cluster.stack.up(check=False)
+    assert ended.returncode != 0
+    said = [line for line in ended.stdout.splitlines() if "pulumi:pulumi:Stack" in line and "the keygen pod" in line]
+    assert said and "is waiting for a node (Unschedulable: 0/" in said[0]
+    assert "didn't match Pod's node affinity/selector" in said[0]
+    assert "the keygen pod could not be scheduled for 10s (minicluster:scheduleTimeout)" in ended.stdout
     cluster.stack.destroy()
     assert cluster.left() == {}
