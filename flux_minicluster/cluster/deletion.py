@@ -12,7 +12,7 @@ import contextlib
 from typing import Any
 
 from flux_minicluster.cluster import api_calls, objects, watching
-from flux_minicluster.cluster.waiting import Clock, Say, Wait, to_stderr
+from flux_minicluster.cluster.waiting import Clock, Progress, Say, Wait, to_stderr
 
 JOB_LOOK = 0.1
 """Seconds between two reads of a Job whose pods are gone."""
@@ -27,27 +27,32 @@ def wait_until_gone(
     clock: Clock | None = None, say: Say = to_stderr,
 ) -> str:  # fmt: skip
     wait = Wait(timeout, clock)
+    progress = Progress(say, wait.clock)
 
     # The pods are watched (the first look is the watch's own list); once they are gone, the Job is read
     # every JOB_LOOK seconds (with foreground deletion it goes a moment after its last pod).
     def next_look() -> float:
-        return min(wait.remaining, watching.IDLE_LOOK)
+        return min(wait.remaining, watching.IDLE_LOOK, progress.due() - wait.clock.now())
 
     with contextlib.closing(watching.pods(api_client, namespace, objects.label_selector(selector), next_look)) as looks:
         pods = next(looks)
-        first = _left(api_client, namespace, job, pods)
-        if not first:
-            return _gone(namespace, job)
-        say(f"waiting up to {timeout:g}s for {first} to be gone")
         while pods:
             if wait.over:
                 raise StillThere(_still_there(timeout, _left(api_client, namespace, job, pods), namespace, job))
+            progress.tell(f"waiting up to {timeout:g}s for {_pods_left(pods)} of the Job {namespace}/{job} to be gone")
             pods = next(looks)
     while left := _left(api_client, namespace, job, []):
         if wait.over:
             raise StillThere(_still_there(timeout, left, namespace, job))
         wait.clock.sleep(max(0.0, min(JOB_LOOK, wait.remaining)))
     return _gone(namespace, job)
+
+
+def _pods_left(pods: list[Any], named: int = 3) -> str:
+    """E.g. "4 pods (dev-0-abcde, dev-1-fghij, dev-2-klmno, ...)"."""
+    names = sorted(pod.metadata.name for pod in pods)
+    shown = ", ".join(names[:named] + (["..."] if len(names) > named else []))
+    return f"{len(names)} pod{'s' if len(names) > 1 else ''} ({shown})"
 
 
 def _gone(namespace: str, job: str) -> str:

@@ -207,7 +207,7 @@ def _ended(run: _Run, name: str, within: float = 0.0) -> Any | None:
 
 
 def _not_yet_running(pod: Any) -> str:
-    """Where a pod that does not run yet is: e.g. "waiting for a node (0/3 nodes are available: ...)",
+    """Where a pod that does not run yet is: e.g. "waiting for a node (Unschedulable: 0/3 nodes are ...)",
     or "on node n1, container 'keygen' ContainerCreating (image ghcr.io/...)"."""
     where = pod.spec.node_name
     if not where:

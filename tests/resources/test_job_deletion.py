@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from flux_minicluster.builders.names import labels
-from flux_minicluster.cluster import api_calls
+from flux_minicluster.cluster import api_calls, kube
+from flux_minicluster.cluster.deletion import wait_until_gone
+from flux_minicluster.cluster.waiting import Progress
 from flux_minicluster.resources import deletion
 from tests.conftest import config
 from tests.harness import deploy
@@ -82,9 +84,9 @@ def test_delete_returns_once_the_job_and_its_pods_are_gone(plugin: ProviderPlugi
     plugin.delete("default/dev", plugin.with_provider(inputs()))
     assert gone  # it returned only after they went
     # Their end seen by the watch on the pods: one list, the watch's own, and none after it began (a
-    # poll's next look would be a minute away); the Job read once before the watch and once after.
+    # poll's next look would be a minute away); the Job read once, after its pods went.
     assert api.watches == [api_calls.pods("default")]
-    assert (api.reads("/pods"), api.reads("/jobs/dev")) == (1, 2)
+    assert (api.reads("/pods"), api.reads("/jobs/dev")) == (1, 1)
 
 
 def test_with_foreground_deletion_the_job_that_outlives_its_pods_is_waited_for(
@@ -122,3 +124,20 @@ def test_pods_that_outlive_the_wait_fail_the_delete_naming_them(plugin: Provider
         in details
     )
     assert "still exist" in details
+
+
+def test_pods_slow_to_go_are_said_once_past_the_first_seconds(
+    api: Cluster, api_server: StandIn, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broker may take its grace period to stop: `pulumi destroy` says what it waits for meanwhile,
+    and a quick deletion says nothing."""
+    monkeypatch.setenv("KUBECONFIG", str(api_server.cluster.kubeconfig))
+    monkeypatch.setattr(Progress, "AFTER", 0.2)  # a watch lasts a whole second at least: it is said by then
+    terminating(api)
+    threading.Timer(2.5, api.delete_everything).start()
+    said: list[str] = []
+    gone = wait_until_gone(kube.api_client(None), "default", "dev", labels(DEV, "broker"), 30, say=said.append)
+    assert gone == "the Job default/dev and its pods are gone"
+    assert said == [
+        "waiting up to 30s for 4 pods (dev-0-abcde, dev-1-abcde, dev-2-abcde, ...) of the Job default/dev to be gone"
+    ]
