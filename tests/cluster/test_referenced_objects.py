@@ -1,9 +1,13 @@
 """The objects the pods name and the MiniCluster does not make (a volume's Secret, ConfigMap or claim, a
 Secret key a container's environment reads): the admission check looks for each, beside the dry runs,
 with the real client against the API stand-in, which answers a GET as the API server does (404 for an
-object that is not there)."""
+object that is not there). The pods' PriorityClass, RuntimeClass and ServiceAccount are found missing by
+the sample pods' dry run: the stand-in answers it with the admission plugins' words (those of the real
+API server: tests/realengine/node/test_pods_that_cannot_start.py)."""
 
 from __future__ import annotations
+
+import pytest
 
 from flux_minicluster.cluster import admission
 from tests.cluster.test_dry_run import verdict
@@ -33,7 +37,7 @@ def test_a_secret_that_a_volume_mounts_and_is_not_there_refuses_the_minicluster_
     kube_api.nodes = FOUR
     refused = verdict(volumes={"data": DATA}).refused
     assert refused == (
-        "MiniCluster 'dev' names what namespace 'default' does not have, and its pods cannot start without it "
+        "MiniCluster 'dev' names what does not exist, and its pods cannot start without it "
         "(create each, or change the key that names it):\n"
         "  - the Secret 'app-token' that minicluster:volumes.data.secret names does not exist in namespace 'default'\n"
         "Nothing was created."
@@ -129,3 +133,33 @@ def test_each_object_is_read_once_however_many_keys_name_it(kube_api: Cluster) -
     assert [path for method, path, _ in kube_api.requests if path.endswith("/secrets/api-credentials")] == [
         "/api/v1/namespaces/default/secrets/api-credentials"
     ]
+
+
+NAMED_BY_THE_POD = [
+    ({"priorityClassName": "hpc-batch"}, 'pods "dev-0" is forbidden: no PriorityClass with name hpc-batch was found',
+     "the PriorityClass 'hpc-batch' that minicluster:pod.priorityClassName names does not exist in the cluster"),
+    ({"runtimeClassName": "kata"}, 'pods "dev-0" is forbidden: pod rejected: RuntimeClass "kata" not found',
+     "the RuntimeClass 'kata' that minicluster:pod.runtimeClassName names does not exist in the cluster"),
+    ({"serviceAccountName": "flux"},
+     'pods "dev-0" is forbidden: error looking up service account default/flux: serviceaccount "flux" not found',
+     "the ServiceAccount 'flux' that minicluster:pod.serviceAccountName names does not exist in namespace 'default'"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("pod", "refusal", "line"), NAMED_BY_THE_POD)
+def test_what_the_pods_name_that_admission_does_not_find_refuses_the_minicluster_by_its_key(
+    kube_api: Cluster, pod: dict[str, str], refusal: str, line: str
+) -> None:
+    """The Job controller would meet the refusal at every pod (FailedCreate), which the scheduling guard
+    stops only after scheduleTimeout."""
+    kube_api.nodes = FOUR
+    kube_api.fail("POST", "/pods$", 403, refusal)
+    assert missing(verdict(pod=pod).refused) == [line]
+
+
+def test_the_service_account_the_minicluster_makes_itself_is_not_looked_for(kube_api: Cluster) -> None:
+    """The autoscaler's account is made with the MiniCluster, after the check."""
+    kube_api.nodes = FOUR
+    refusal = 'pods "x" is forbidden: error looking up service account default/dev: serviceaccount "dev" not found'
+    kube_api.fail("POST", "/pods$", 403, refusal)
+    assert verdict(command=None, size=1, maxSize=4, autoscale={"enabled": True}).refused is None

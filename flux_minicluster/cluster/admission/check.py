@@ -145,8 +145,8 @@ def _dry_run_refusal(spec: MiniClusterSpec, found: dry_run.Judged) -> str:
         said += [f"the API server refuses MiniCluster {spec.name!r} (a dry run):", *(f"  - {x}" for x in found.refused)]
     if found.missing:
         said += [
-            f"MiniCluster {spec.name!r} names what namespace {spec.namespace!r} does not have, and its pods cannot "
-            "start without it (create each, or change the key that names it):", *(f"  - {x}" for x in found.missing),
+            f"MiniCluster {spec.name!r} names what does not exist, and its pods cannot start without it (create "
+            "each, or change the key that names it):", *(f"  - {x}" for x in found.missing),
         ]  # fmt: skip
     if found.taken:
         said += [

@@ -72,8 +72,8 @@ class Judged:
     no_namespace: bool = False
     """The namespace does not exist (yet): the API server judged nothing in it."""
     missing: list[str] = dataclasses.field(default_factory=list)
-    """What the pods name that the namespace does not have (references.py): a Secret a volume mounts, a
-    key of a Secret a container's environment reads."""
+    """What the pods name that is not there (references.py): a Secret a volume mounts, a key of a Secret a
+    container's environment reads, the pods' PriorityClass, RuntimeClass or ServiceAccount."""
     unread: list[str] = dataclasses.field(default_factory=list)
     """Those that could not be looked for, and why."""
 
@@ -86,6 +86,7 @@ def judged(
     them (no problem: it takes them all). Raises Skipped when it cannot tell."""
     objects = [rendering.without_secret_values(obj) for obj in manifests.all_objects(spec, PLACEHOLDER_CERTIFICATE)]
     refused: dict[str, None] = {}  # a dict, as an ordered set: a missing namespace refuses every object alike
+    absent: dict[str, None] = {}  # what the sample pods name that is not there, as admission found it
     taken: list[str] = []
     sent = [*objects, *pods]
     named = references.references(spec)
@@ -96,7 +97,11 @@ def judged(
     )  # fmt: skip
     for obj, answer in zip(sent, answers[: len(sent)], strict=True):
         if isinstance(answer, Exception):
-            refused.update(dict.fromkeys(filter(None, [_refusal(obj, kube.problem(answer), spec)])))
+            found = kube.problem(answer)
+            if obj["kind"] == "Pod" and (not_there := references.refused_pod_names(spec, found.detail)):
+                absent[not_there] = None
+            else:
+                refused.update(dict.fromkeys(filter(None, [_refusal(obj, found, spec)])))
         elif answer is not None:
             taken.extend(filter(None, [_taken(obj, answer, owner, spec)]))
     if any(kube.POD_SECURITY in line for line in refused) and not spec.restricted:
@@ -104,7 +109,7 @@ def judged(
     if _no_namespace(spec) in refused:  # nothing is in it: that is the one problem
         return Judged(list(refused), taken, no_namespace=True)
     missing, unread = references.judged(spec.namespace, named, dict(zip(looks, answers[len(sent) :], strict=True)))
-    return Judged(list(refused), taken, missing=missing, unread=unread)
+    return Judged(list(refused), taken, missing=[*missing, *absent], unread=unread)
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> Any | None:

@@ -12,6 +12,7 @@ reads only which keys it has.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,16 @@ from flux_minicluster.config.settings import SecretKey
 from flux_minicluster.config.spec import MiniClusterSpec
 
 PLURALS = {"Secret": "secrets", "ConfigMap": "configmaps", "PersistentVolumeClaim": "persistentvolumeclaims"}
+ADMISSION_LOOKUPS = (
+    ("PriorityClass", re.compile(r"no PriorityClass with name (\S+) was found"), "minicluster:pod.priorityClassName"),
+    ("RuntimeClass", re.compile(r'RuntimeClass "([^"]+)" not found'), "minicluster:pod.runtimeClassName"),
+    ("ServiceAccount", re.compile(r'serviceaccount "([^"]+)" not found'), "minicluster:pod.serviceAccountName"),
+)
+"""What the API server's admission plugins (Priority, RuntimeClass, ServiceAccount) say when they refuse
+a pod for an object it names that is not there, and the key that names it. The Job controller would
+meet the same refusal for every pod (FailedCreate), which the scheduling guard stops only after
+scheduleTimeout. The dry run of a sample pod gets it at once, with no right to read those objects
+(a PriorityClass is the cluster's)."""
 
 
 @dataclass(frozen=True)
@@ -90,3 +101,17 @@ def judged(namespace: str, named: list[Reference], answers: dict[str, Any]) -> t
         elif problem := reference.problem(namespace, answer):
             problems[problem] = None
     return list(problems), list(warnings)
+
+
+def refused_pod_names(spec: MiniClusterSpec, detail: str) -> str:
+    """The object a sample pod names that is not there, as the API server's admission refused the pod
+    for it (`detail`, its message), said as `problem` says a missing one; "" if that is not why. Only
+    the service account the config names: another one is the MiniCluster's own (the autoscaler's, the
+    keeper's), made with it."""
+    for kind, said, key in ADMISSION_LOOKUPS:
+        named = said.search(detail)
+        if named is None or (kind == "ServiceAccount" and named[1] != spec.pod.service_account_name):
+            continue
+        where = f"in namespace {spec.namespace!r}" if kind == "ServiceAccount" else "in the cluster"
+        return f"the {kind} {named[1]!r} that {key} names does not exist {where}"
+    return ""

@@ -6,8 +6,9 @@ containers are not ready.
   imported): the Job's pods all have their node, and pulumi-kubernetes waits for the Job; the flux
   view's init container holds the keygen pod Pending. The dynamic provider's error is its line, without
   a traceback.
-- A Secret a volume mounts, or a Secret key the environment reads, that is not there: the admission
-  check refuses it before anything is created. With the check off, the pods wait in
+- A Secret a volume mounts, a Secret key the environment reads, or the pods' PriorityClass,
+  RuntimeClass or ServiceAccount, that is not there: the admission check refuses it before anything is
+  created. With the check off, the pods wait in
   ContainerCreating, and `pulumi up` ends at jobTimeout: the scheduling guard, which the engine waits
   for too, does not follow them past it.
 - While it waits, past its first seconds, `pulumi up` says how it goes (a line of the stack's): the
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import pytest
 from kubernetes import client
 
 from tests.engines.images import APP_WITHOUT_FLUX
@@ -94,6 +96,25 @@ def test_a_secret_key_the_environment_reads_that_is_not_there_is_refused_before_
     assert refused.returncode != 0
     said = "the Secret 'lammps' that minicluster:environmentFromSecrets.LAMMPS_LICENSE.name names has no key 'license'"
     assert said in refused.stdout
+    assert cluster.stack.resource_types() == ["pulumi:pulumi:Stack"]
+
+
+@pytest.mark.parametrize(
+    ("key", "kind", "name"),
+    [("priorityClassName", "PriorityClass", "hpc-batch"), ("runtimeClassName", "RuntimeClass", "kata"),
+     ("serviceAccountName", "ServiceAccount", "flux")],
+)  # fmt: skip
+def test_a_class_or_account_the_pods_name_that_is_not_there_is_refused_by_its_key(
+    stack_on_real_node: Callable[..., StackOnRealNode], key: str, kind: str, name: str
+) -> None:
+    """The real API server's admission refuses the sample pods' dry run for it (one such refusal per pod: its
+    first plugin to refuse); the Job controller would meet it at every pod, which the scheduling guard
+    stops only after scheduleTimeout."""
+    cluster = stack_on_real_node("dev", **example("dev"), pod={key: name})
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    where = f"in namespace {cluster.namespace!r}" if kind == "ServiceAccount" else "in the cluster"
+    assert f"the {kind} {name!r} that minicluster:pod.{key} names does not exist {where}" in refused.stdout
     assert cluster.stack.resource_types() == ["pulumi:pulumi:Stack"]
 
 
