@@ -80,10 +80,13 @@ class _Run:
         """The pod's status once it is done; KeygenError if its image cannot be pulled, it stays
         unschedulable for schedule_timeout, or time runs out. Watched: each change wakes it up, and the
         time to say how it goes (a large image can take minutes to pull)."""
+
+        def wake_at() -> float:  # when it will have waited too long to be scheduled, or is to say how it goes
+            return min(wait.held_until(schedule_timeout), progress.due())
+
         while not wait.over:
             seen = False
-            # wake up when it has waited too long to be scheduled, or to say how it goes
-            watch_ends = min(wait.held_until(schedule_timeout), progress.due())
+            watch_ends = wake_at()
             for pod in self.changes(name, max(watch_ends - wait.clock.now(), 0.1)):
                 seen, status = True, pod.status
                 if status.phase in DONE or _running(status):
@@ -91,7 +94,7 @@ class _Run:
                 _check_waiting(pod)
                 progress.tell(f"the keygen pod {self.namespace}/{name} is {_not_yet_running(pod)}")
                 wait.held_for(bool(objects.unschedulable(status)))
-                if wait.over or min(wait.held_until(schedule_timeout), progress.due()) < watch_ends:
+                if wait.over or wake_at() < watch_ends:
                     break  # watch again, until the schedule timeout or the next line only
             if not seen and not self.exists(name):  # a watch starts with the pod as it is
                 raise KeygenError(self._deleted(name))

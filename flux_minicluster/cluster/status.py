@@ -204,13 +204,13 @@ def autoscaler_row(job: Any, events: Sequence[Any], now: datetime) -> str:
 
 
 def ranks_row(pods: Sequence[Any], size: int) -> str:
-    """Which ranks are in which state, as rank ranges: "Running 0-3; Pending 4-5; leaving 6"."""
+    """Which ranks of `pods` (some) are in which state, as rank ranges: "Running 0-3; Pending 4-5; leaving 6"."""
     by_state: dict[str, list[int]] = {}
     for pod in pods:
         rank = objects.pod_rank(pod)
         state = "leaving" if rank >= size else pod_state(pod).label
         by_state.setdefault(state, []).append(rank)
-    return "; ".join(f"{state} {rules.idset(sorted(set(ranks)))}" for state, ranks in by_state.items()) or "none yet"
+    return "; ".join(f"{state} {rules.idset(sorted(set(ranks)))}" for state, ranks in by_state.items())
 
 
 def status_rows(

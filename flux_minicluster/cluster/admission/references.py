@@ -49,11 +49,10 @@ class Reference:
 
     def problem(self, namespace: str, found: Any) -> str:
         """What is wrong with it, as `found` (a View, None if not there) shows; "" if nothing."""
-        what = f"the {self.kind} {self.name!r} that {self.key} names"
         if found is None:
-            return f"{what} does not exist in namespace {namespace!r}"
+            return _not_there(self.kind, self.name, self.key, f"in namespace {namespace!r}")
         if self.data_key is not None and self.data_key not in (found.data or {}):
-            return f"{what} has no key {self.data_key!r}"
+            return f"the {self.kind} {self.name!r} that {self.key} names has no key {self.data_key!r}"
         return ""
 
     def unread(self, namespace: str, error: Exception) -> str:
@@ -113,5 +112,10 @@ def refused_pod_names(spec: MiniClusterSpec, detail: str) -> str:
         if named is None or (kind == "ServiceAccount" and named[1] != spec.pod.service_account_name):
             continue
         where = f"in namespace {spec.namespace!r}" if kind == "ServiceAccount" else "in the cluster"
-        return f"the {kind} {named[1]!r} that {key} names does not exist {where}"
+        return _not_there(kind, named[1], key, where)
     return ""
+
+
+def _not_there(kind: str, name: str, key: str, where: str) -> str:
+    """One wording for an object a pod names that does not exist, whoever found it missing."""
+    return f"the {kind} {name!r} that {key} names does not exist {where}"
