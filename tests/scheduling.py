@@ -59,6 +59,7 @@ def kept_together_mismatch(items: list[pytest.Item]) -> list[str]:
 LONGEST = (
     "tests/realengine/node/test_readme_main_command.py",  # 145 s with pip; 73 to 92 s once it installed with uv
     "tests/realengine/node/test_pods_that_cannot_start.py",  # about 125 s: three tests wait out a timeout
+    "tests/realengine/node/test_scheduling_guard.py",  # about 115 s: three stacks, each stopped by its guard
     "tests/realengine/node/test_interactive.py",  # 86 s
     "tests/realengine/node/test_typescript_program.py",  # 81 s with the npm install, about 50 s without
     "tests/realengine/test_component_package.py",  # 63 s

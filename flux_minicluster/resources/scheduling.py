@@ -2,7 +2,8 @@
 whose pods cannot be scheduled fails within scheduleTimeout (see flux_minicluster.cluster.scheduling).
 
 It runs again whenever the Job is new: its `revision` is a digest of the Job as declared, so a Job
-that is replaced gets a new guard, and any other `pulumi up` leaves it alone.
+that is replaced gets a new guard, and any other `pulumi up` leaves it alone. A Job deleted outside
+Pulumi is new too: a refresh finds it gone, and its guard with it, so `pulumi up --refresh` makes both.
 """
 
 from __future__ import annotations
@@ -65,7 +66,15 @@ class SchedulingGuardProvider(WireProvider):
         return UpdateResult({**GuardInputs.from_wire(news).to_wire(), "outcome": olds.get("outcome")})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_, props)
+        """Gone with its Job (an empty id): the Job the next `pulumi up` makes in its place is guarded."""
+        from flux_minicluster.cluster import api_calls, kube
+
+        inputs = GuardInputs.from_wire(props)
+        try:
+            found = api_calls.existing(inputs.api_client(), api_calls.jobs(inputs.namespace, inputs.job))
+        except Exception as error:
+            raise kube.failure("reading the guarded Job", error) from None
+        return ReadResult(id_ if found is not None else None, props)
 
 
 def revision(job_manifest: Any) -> pulumi.Output[str]:

@@ -138,3 +138,21 @@ def test_an_earlier_jobs_failure_to_create_pods_does_not_stop_the_new_job(plugin
     _, outs = plugin.create(inputs(plugin))
     assert outs["outcome"] == "all 4 pods of the Job default/dev started"
     assert patches(api) == []
+
+
+def test_a_refresh_keeps_the_guard_of_a_job_that_is_there(plugin: ProviderPlugin, api: Cluster) -> None:
+    api.add_job(job())
+    olds = {**inputs(plugin), "outcome": "the Job default/dev finished"}
+    assert plugin.read("default/dev/aaaaaaaaaaaa", olds) == ("default/dev/aaaaaaaaaaaa", olds)
+
+
+def test_a_refresh_finds_the_guard_gone_with_its_job(plugin: ProviderPlugin, api: Cluster) -> None:
+    """A Job deleted outside Pulumi: the refresh drops both, and `pulumi up` makes a guarded Job again."""
+    resource_id, _ = plugin.read("default/dev/aaaaaaaaaaaa", inputs(plugin))
+    assert resource_id == ""
+
+
+def test_a_refresh_that_cannot_read_the_job_fails_with_why(plugin: ProviderPlugin, api: Cluster) -> None:
+    api.fail("GET", "/jobs/dev", 403, 'jobs.batch "dev" is forbidden: User "dev" cannot get resource "jobs"')
+    details = grpc_error(lambda: plugin.read("default/dev/aaaaaaaaaaaa", inputs(plugin)))
+    assert "reading the guarded Job" in details and "forbidden" in details

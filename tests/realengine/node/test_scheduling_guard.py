@@ -59,3 +59,26 @@ def test_the_replacement_the_message_gives_is_guarded_and_runs_once_the_cause_is
         assert cluster.condition("Complete") == "True"
     finally:
         core.patch_node(real_node.name, {"metadata": {"labels": {PROBE_LABEL: None}}})
+
+
+def test_a_job_deleted_outside_pulumi_is_guarded_when_a_refresh_makes_it_again(
+    stack_on_real_node: Callable[..., StackOnRealNode], admin: client.ApiClient, real_node: NodeInfo
+) -> None:
+    """The refresh finds the guard gone with its Job, so `pulumi up --refresh` makes both: the new Job's
+    pods, which fit no node now, stop it within scheduleTimeout (without a guard: jobTimeout, and the
+    provider's "timed out waiting to be Ready")."""
+    label = "minicluster.test/refresh-guard"
+    settings = {"size": 2, "admission": "off", "scheduleTimeout": 5, "jobTimeout": 120}
+    cluster = stack_on_real_node("dev", **{**example("dev"), **settings, "pod": {"nodeSelector": {label: "yes"}}})
+    core = client.CoreV1Api(admin)
+    core.patch_node(real_node.name, {"metadata": {"labels": {label: "yes"}}})
+    try:
+        cluster.stack.up()
+    finally:
+        core.patch_node(real_node.name, {"metadata": {"labels": {label: None}}})
+    batch = client.BatchV1Api(admin)
+    batch.delete_namespaced_job(cluster.name, cluster.namespace, propagation_policy="Foreground")
+    wait_until(lambda: not batch.list_namespaced_job(cluster.namespace).items, "the Job to be deleted", 60, poll=0.2)
+    again = cluster.stack.pulumi("up", "--yes", "--skip-preview", "--refresh", check=False)
+    assert again.returncode != 0
+    assert "could not be scheduled for 5s (minicluster:scheduleTimeout): Unschedulable: 0/1 nodes" in again.stdout
