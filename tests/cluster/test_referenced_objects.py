@@ -1,5 +1,5 @@
 """The objects the pods name and the MiniCluster does not make (a volume's Secret, ConfigMap or claim, a
-Secret key a container's environment reads): the admission check looks for each, beside the dry runs,
+Secret key a container's environment reads, a pull Secret): the admission check looks for each, beside the dry runs,
 with the real client against the API stand-in, which answers a GET as the API server does (404 for an
 object that is not there). The pods' PriorityClass, RuntimeClass and ServiceAccount are found missing by
 the sample pods' dry run: the stand-in answers it with the admission plugins' words (those of the real
@@ -85,6 +85,23 @@ def test_an_object_the_user_may_not_read_is_a_warning_not_a_refusal(kube_api: Cl
     (warning,) = found.warnings
     assert warning.startswith("admission check: not checked: access denied (403: " + denied)
     assert "looking for the Secret 'app-token' that minicluster:volumes.data.secret names" in warning
+
+
+def test_a_pull_secret_that_is_not_there_is_a_warning_as_the_kubelet_pulls_without_it(kube_api: Cluster) -> None:
+    """An image that needs it then fails to pull, which the scheduling guard stops: a public one pulls."""
+    kube_api.nodes = FOUR
+    found = verdict(pod={"imagePullSecrets": ["regcred"]})
+    assert found.refused is None
+    assert found.warnings == [
+        "admission check: the Secret 'regcred' that minicluster:pod.imagePullSecrets names does not exist in "
+        "namespace 'default': the kubelet pulls without it, and an image that needs it fails"
+    ]
+
+
+def test_a_pull_secret_that_is_there_passes(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    there(kube_api, "secrets", "regcred", ".dockerconfigjson")
+    assert verdict(pod={"imagePullSecrets": ["regcred"]}) == admission.Verdict()
 
 
 def test_in_a_namespace_that_does_not_exist_the_namespace_is_the_one_problem(kube_api: Cluster) -> None:

@@ -54,7 +54,7 @@ def check(spec: MiniClusterSpec, access: kube.Access, owner: str, *, preview: bo
         found, warnings = dry_run.Judged([], []), [f"dry run skipped: {skipped}"]
     if found.no_namespace and preview:
         return Verdict(warnings=[*warnings, _namespace_to_come(spec)])
-    warnings += [f"admission check: {line}" for line in found.unread]
+    warnings += [f"admission check: {line}" for line in found.doubts]
     if found.missing and preview:  # the program may make them, as it may make the namespace
         warnings += [
             f"admission check left to `pulumi up`: {line} yet. If this program makes it, `pulumi up` looks again; if "

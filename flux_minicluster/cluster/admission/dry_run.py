@@ -74,8 +74,8 @@ class Judged:
     missing: list[str] = dataclasses.field(default_factory=list)
     """What the pods name that is not there (references.py): a Secret a volume mounts, a key of a Secret a
     container's environment reads, the pods' PriorityClass, RuntimeClass or ServiceAccount."""
-    unread: list[str] = dataclasses.field(default_factory=list)
-    """Those that could not be looked for, and why."""
+    doubts: list[str] = dataclasses.field(default_factory=list)
+    """Warnings of what the pods name: what could not be looked for, and why; a pull Secret not there."""
 
 
 def judged(
@@ -108,8 +108,8 @@ def judged(
         refused[RESTRICTED_FITS] = None
     if _no_namespace(spec) in refused:  # nothing is in it: that is the one problem
         return Judged(list(refused), taken, no_namespace=True)
-    missing, unread = references.judged(spec.namespace, named, dict(zip(looks, answers[len(sent) :], strict=True)))
-    return Judged(list(refused), taken, missing=[*missing, *absent], unread=unread)
+    missing, doubts = references.judged(spec.namespace, named, dict(zip(looks, answers[len(sent) :], strict=True)))
+    return Judged(list(refused), taken, missing=[*missing, *absent], doubts=doubts)
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> Any | None:

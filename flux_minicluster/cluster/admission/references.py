@@ -1,6 +1,7 @@
 """The objects the pods name and the MiniCluster does not make: each volume's Secret, ConfigMap or
-PersistentVolumeClaim (minicluster:volumes, minicluster:stateVolume), and each Secret key a
-container's environment reads (environmentFromSecrets, a sidecar's too, restfulApi.secretName). A
+PersistentVolumeClaim (minicluster:volumes, minicluster:stateVolume), each Secret key a container's
+environment reads (environmentFromSecrets, a sidecar's too, restfulApi.secretName), and each pull
+Secret (pod.imagePullSecrets: a warning, as the kubelet pulls without one it cannot find). A
 dry run does not look for them; the kubelet does, when it mounts them or starts the container. A pod
 whose Secret or ConfigMap volume is missing waits in ContainerCreating, and `pulumi up` only ends at
 jobTimeout (an hour by default), where pulumi-kubernetes says no more than that its containers are
@@ -43,6 +44,9 @@ class Reference:
     name: str
     key: str
     data_key: str | None = None
+    needed: bool = True
+    """False where the pods start without it: a pull Secret (the kubelet pulls without it, and only an
+    image that needs it fails), so that one not there is a warning."""
 
     def path(self, namespace: str) -> str:
         return api_calls.path("v1", PLURALS[self.kind], namespace, self.name)
@@ -50,7 +54,8 @@ class Reference:
     def problem(self, namespace: str, found: Any) -> str:
         """What is wrong with it, as `found` (a View, None if not there) shows; "" if nothing."""
         if found is None:
-            return _not_there(self.kind, self.name, self.key, f"in namespace {namespace!r}")
+            said = _not_there(self.kind, self.name, self.key, f"in namespace {namespace!r}")
+            return said if self.needed else f"{said}: the kubelet pulls without it, and an image that needs it fails"
         if self.data_key is not None and self.data_key not in (found.data or {}):
             return f"the {self.kind} {self.name!r} that {self.key} names has no key {self.data_key!r}"
         return ""
@@ -73,6 +78,8 @@ def references(spec: MiniClusterSpec) -> list[Reference]:
     if state is not None and state.claim_name is not None:
         found.append(Reference("PersistentVolumeClaim", state.claim_name, "minicluster:stateVolume.claimName"))
     found += _secret_keys("minicluster:environmentFromSecrets", spec.environment_from_secrets)
+    found += [Reference("Secret", name, "minicluster:pod.imagePullSecrets", needed=False)
+              for name in spec.pod.image_pull_secrets]  # fmt: skip
     for index, sidecar in enumerate(spec.containers):
         found += _secret_keys(
             f"minicluster:containers[{index}].environmentFromSecrets", sidecar.environment_from_secrets
@@ -98,7 +105,7 @@ def judged(namespace: str, named: list[Reference], answers: dict[str, Any]) -> t
         if isinstance(answer, Exception):
             warnings[reference.unread(namespace, answer)] = None
         elif problem := reference.problem(namespace, answer):
-            problems[problem] = None
+            (problems if reference.needed else warnings)[problem] = None
     return list(problems), list(warnings)
 
 
