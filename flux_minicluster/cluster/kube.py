@@ -77,7 +77,8 @@ def describe(
     if found.kind == "server-error":
         return f"the Kubernetes API server failed ({said}) while {doing}"
     if found.kind == "denied":
-        rights = f"this needs {needs} there" if needs else "your account lacks a right there"
+        there = " there" if namespace else ""  # else `needs` says where (the cluster scope)
+        rights = f"this needs {needs}{there}" if needs else f"your account lacks a right{there}"
         return f"access denied ({said}) while {doing}{where}: {rights} (check your RBAC)"
     if found.kind == "client-side":
         return (

@@ -176,15 +176,42 @@ def test_nodes_and_pods_are_read_in_pages(kube_api: Cluster) -> None:
     assert len(reads) == 3  # 500 + 500 + 200
 
 
-def test_a_check_that_may_not_read_the_cluster_says_so_and_goes_ahead(kube_api: Cluster) -> None:
-    kube_api.fail("GET", "/api/v1/nodes$", 403, 'nodes is forbidden: User "dev" cannot list resource "nodes"')
+def test_a_check_that_may_not_read_the_quotas_says_so_and_goes_ahead(kube_api: Cluster) -> None:
+    denied = 'resourcequotas is forbidden: User "dev" cannot list resource "resourcequotas"'
+    kube_api.fail("GET", "/resourcequotas$", 403, denied)
     found = verdict()
     assert found.refused is None
     assert found.warnings == [
-        'admission check skipped: access denied (403: nodes is forbidden: User "dev" cannot list resource "nodes") '
-        "while reading the cluster's room in namespace 'default': this needs list on nodes, pods and "
-        "resourcequotas, and create on pods (a dry run) there (check your RBAC)"
+        f"admission check skipped: access denied (403: {denied}) while reading the cluster's room in namespace "
+        "'default': this needs list on nodes, pods and resourcequotas, and create on pods (a dry run) there (check "
+        "your RBAC)"
     ]
+
+
+NODES_DENIED = 'nodes is forbidden: User "dev" cannot list resource "nodes" in API group "" at the cluster scope'
+
+
+def test_a_user_of_one_namespace_is_told_the_nodes_room_was_not_judged(kube_api: Cluster) -> None:
+    """No right to list nodes (a user of one namespace has none): the rest of the check still runs."""
+    kube_api.fail("GET", "/api/v1/nodes$", 403, NODES_DENIED)
+    found = verdict()
+    assert found.refused is None
+    assert found.warnings == [
+        "admission check of the nodes' room skipped (the namespace's quotas were checked): access denied (403: "
+        f"{NODES_DENIED}) while reading the nodes: this needs list on nodes and pods at the cluster scope "
+        "(check your RBAC)"
+    ]
+
+
+def test_a_user_of_one_namespace_still_has_the_namespaces_quotas_judged(kube_api: Cluster) -> None:
+    """Against the pods of the namespace: its own list, as the cluster's may not be read either."""
+    kube_api.fail("GET", "/api/v1/pods$", 403, 'pods is forbidden: User "dev" cannot list resource "pods"')
+    kube_api.quotas = [quota({"pods": "3"}, {"pods": "1"})]
+    refused = (verdict().refused or "").splitlines()
+    assert refused[1:-1] == [
+        "  - ResourceQuota compute allows 3 of pods in namespace default; other pods use 1, and 4 brokers need 4"
+    ]
+    assert "/api/v1/namespaces/default/pods" in [path for method, path, _ in kube_api.requests if method == "GET"]
 
 
 def test_off_asks_the_cluster_nothing(kube_api: Cluster) -> None:

@@ -25,6 +25,7 @@ from flux_minicluster.config.spec import MiniClusterSpec
 PAGE = 500
 HOLDING_RESOURCES = "status.phase!=Succeeded,status.phase!=Failed"
 KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+NODE_RIGHTS = "list on nodes and pods at the cluster scope"
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,10 @@ def check(spec: MiniClusterSpec, access: kube.Access, owner: str, *, preview: bo
             context="the kubernetes:context setting",
         )  # fmt: skip
         return Verdict(warnings=[*warnings, f"admission check skipped: {said}"])
+    if snapshot.unseen:
+        warnings.append(
+            f"admission check of the nodes' room skipped (the namespace's quotas were checked): {snapshot.unseen}"
+        )
     problems = fit.problems(shape(spec, pod), snapshot)
     if not problems:
         return Verdict(warnings=[*warnings, *_autoscaler_room(spec, pod, snapshot)])
@@ -167,12 +172,24 @@ def read(
 
     asked: list[Callable[[], Any]] = [
         lambda: _dry_run(api_client, namespace, pod, request_timeout),
+        pages(api_calls.path("v1", "resourcequotas", namespace)),
         pages("/api/v1/nodes"),
         pages("/api/v1/pods", fieldSelector=HOLDING_RESOURCES),
-        pages(api_calls.path("v1", "resourcequotas", namespace)),
     ]  # side by side: four round trips to a remote API server cost one
-    (admitted, refusal), nodes, pods, quotas = (api_calls.result(answer) for answer in api_calls.together(asked))
-    return fit.Snapshot(nodes=nodes, pods=pods, quotas=quotas, admitted=admitted, refusal=refusal)
+    answers = api_calls.together(asked)
+    (admitted, refusal), quotas = (api_calls.result(answer) for answer in answers[:2])
+    denied = next((answer for answer in answers[2:] if _denied(answer)), None)
+    if denied is None:
+        nodes, pods = (api_calls.result(answer) for answer in answers[2:])
+        return fit.Snapshot(nodes=nodes, pods=pods, quotas=quotas, admitted=admitted, refusal=refusal)
+    # A user of one namespace: its quotas are still judged, against its own pods there
+    own = pages(api_calls.path("v1", "pods", namespace), fieldSelector=HOLDING_RESOURCES)()
+    unseen = kube.describe(kube.problem(denied), doing="reading the nodes", needs=NODE_RIGHTS)
+    return fit.Snapshot(nodes=None, pods=own, quotas=quotas, admitted=admitted, refusal=refusal, unseen=unseen)
+
+
+def _denied(answer: Any) -> bool:
+    return isinstance(answer, Exception) and kube.problem(answer).kind == "denied"
 
 
 def _dry_run(api_client: Any, namespace: str, pod: dict[str, Any], timeout: tuple[float, float]) -> tuple[Any, str]:

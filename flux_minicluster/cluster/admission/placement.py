@@ -31,7 +31,9 @@ class _Node:
 def problems(shape: Shape, cluster: Snapshot, requests: dict[str, Decimal], shared: Decimal = Decimal(0)) -> list[str]:
     """`shared`: what the pod's memory-backed /dev/shm may hold (minicluster:sharedMemory). A node must
     have that much memory for a pod whatever it requests: those pages are the node's, and the scheduler
-    does not count them."""
+    does not count them. None where the nodes could not be read (Snapshot.nodes None)."""
+    if cluster.nodes is None:
+        return []
     from_shared = shared > requests.get("memory", Decimal(0))
     if from_shared:
         requests = {**requests, "memory": shared}

@@ -26,15 +26,20 @@ class Shape:
 
 @dataclass(frozen=True)
 class Snapshot:
-    nodes: list[Json]
+    nodes: list[Json] | None
+    """None: the nodes could not be read (no right to list nodes, or pods, at the cluster scope, as a
+    user of one namespace has none), so their room is not judged."""
     pods: list[Json]
-    """Pods that hold resources: every namespace, phase neither Succeeded nor Failed."""
+    """Pods that hold resources: every namespace, phase neither Succeeded nor Failed (the MiniCluster's
+    namespace alone when the nodes could not be read)."""
     quotas: list[Json]
     admitted: Json | None
     """One broker pod as the namespace's admission made it (a server-side dry run: LimitRange defaults
     applied), or None when it was refused."""
     refusal: str = ""
     """The API server's own words when it refused that pod (a LimitRange's max, a quota)."""
+    unseen: str = ""
+    """Why the nodes could not be read (nodes None), in the one wording of a failed request."""
 
 
 def own(shape: Shape, pod: Json) -> bool:
