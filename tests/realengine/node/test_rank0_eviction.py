@@ -40,5 +40,5 @@ def test_the_queued_jobs_start_only_in_the_replacement(evicted: Any) -> None:
 
 def test_every_queued_job_runs_and_the_instance_keeps_its_history(evicted: Any) -> None:
     second_start, finished = after_the_eviction(evicted)
-    assert second_start >= evicted.first_start
+    assert second_start > evicted.seen["its broker running"]  # both run at once in the replacement: in any order
     assert f"{evicted.done} COMPLETED" in finished
