@@ -1,31 +1,52 @@
-"""A pull Secret that is not there, on the real node: the admission check warns of it by its key, and
-the real kubelet pulls without it, so a public image's pods run and
-`pulumi up` completes. An image that needs the Secret would fail to pull, which the scheduling guard
-stops (test_pods_that_cannot_start.py)."""
+"""A pull Secret that is not there, on the real engines: the admission check warns of it by its key (the
+real API server's 404), and the real kubelet pulls without it, so a public image's pods run. An image
+that needs the Secret would fail to pull, which the scheduling guard stops (test_pods_that_cannot_start.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Any
 
-from kubernetes import client
+import pytest
+from kubernetes import client, watch
 
-from tests.harness import example
-from tests.realengine.node.stacks import StackOnRealNode
+from flux_minicluster.cluster import admission
+from flux_minicluster.cluster.kube import Access
+from flux_minicluster.config.loader import load_spec
+from tests.engines.control_plane import ControlPlane
+from tests.harness import OWNER, example
+from tests.realengine.node.conftest import NodeInfo
+
+IMAGE = example("dev")["image"]
+"""The dev stack's image: its `:latest` tag makes the kubelet pull it (the node's registry answers)."""
 
 
-def test_a_pull_secret_that_is_not_there_is_a_warning_and_a_public_image_runs(
-    stack_on_real_node: Callable[..., StackOnRealNode], admin: client.ApiClient
+def test_the_admission_check_warns_of_it_by_its_key(
+    control_plane: ControlPlane, namespace: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    cluster = stack_on_real_node("dev", **example("dev"), pod={"imagePullSecrets": ["regcred"]})
-    done = cluster.stack.up()
-    said = " ".join(done.stdout.split())
+    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
+    raw = {**example("dev"), "namespace": namespace, "pod": {"imagePullSecrets": ["regcred"]}}
+    spec = load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev")
+    verdict = admission.check(spec, Access(), OWNER)
+    assert verdict.refused is None
     assert (
         "admission check: the Secret 'regcred' that minicluster:pod.imagePullSecrets names does not exist in "
-        f"namespace '{cluster.namespace}': the kubelet pulls without it"
-    ) in said
-    assert cluster.condition("Complete") == "True"
-    # the brokers' pods name the Secret, and the kubelet pulled their image without it (it says nothing of it)
-    assert {pod.spec.image_pull_secrets[0].name for pod in cluster.pods()} == {"regcred"}
-    events = client.CoreV1Api(admin).list_namespaced_event(cluster.namespace).items
-    pulled = {event.involved_object.name for event in events if event.reason == "Pulled"}
-    assert {pod.metadata.name for pod in cluster.pods()} <= pulled
+        f"namespace '{namespace}': the kubelet pulls without it, and an image that needs it fails"
+    ) in verdict.warnings
+
+
+def test_the_real_kubelet_pulls_without_it(admin: client.ApiClient, namespace: str, real_node: NodeInfo) -> None:
+    core = client.CoreV1Api(admin)
+    pod: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pulled"},
+        "spec": {"restartPolicy": "Never", "imagePullSecrets": [{"name": "regcred"}],
+                 "containers": [{"name": "main", "image": IMAGE, "command": ["true"]}]},
+    }  # fmt: skip
+    core.create_namespaced_pod(namespace, pod)
+    phases = watch.Watch().stream(
+        core.list_namespaced_pod, namespace, field_selector="metadata.name=pulled", timeout_seconds=60
+    )
+    assert next(e["object"].status.phase for e in phases if e["object"].status.phase in ("Succeeded", "Failed")) == (
+        "Succeeded"
+    )
+    events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=pulled").items
+    assert "Pulled" in [event.reason for event in events]
