@@ -4,8 +4,6 @@ that needs the Secret would fail to pull, which the scheduling guard stops (test
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 from kubernetes import client, watch
 
@@ -36,17 +34,16 @@ def test_the_admission_check_warns_of_it_by_its_key(
 
 def test_the_real_kubelet_pulls_without_it(admin: client.ApiClient, namespace: str, real_node: NodeInfo) -> None:
     core = client.CoreV1Api(admin)
-    pod: dict[str, Any] = {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pulled"},
-        "spec": {"restartPolicy": "Never", "imagePullSecrets": [{"name": "regcred"}],
-                 "containers": [{"name": "main", "image": IMAGE, "command": ["true"]}]},
-    }  # fmt: skip
-    core.create_namespaced_pod(namespace, pod)
-    phases = watch.Watch().stream(
+    container = client.V1Container(name="main", image=IMAGE, command=["true"])
+    spec = client.V1PodSpec(
+        restart_policy="Never", image_pull_secrets=[client.V1LocalObjectReference(name="regcred")],
+        containers=[container],
+    )  # fmt: skip
+    core.create_namespaced_pod(namespace, client.V1Pod(metadata=client.V1ObjectMeta(name="pulled"), spec=spec))
+    phases = watch.Watch().stream(  # type: ignore[no-untyped-call]
         core.list_namespaced_pod, namespace, field_selector="metadata.name=pulled", timeout_seconds=60
     )
-    assert next(e["object"].status.phase for e in phases if e["object"].status.phase in ("Succeeded", "Failed")) == (
-        "Succeeded"
-    )
+    ended = (event["object"].status.phase for event in phases)
+    assert next(phase for phase in ended if phase in ("Succeeded", "Failed")) == "Succeeded"
     events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=pulled").items
     assert "Pulled" in [event.reason for event in events]
