@@ -14,7 +14,7 @@ from flux_minicluster.cluster.kube import Access
 from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import OWNER, deploy, deploy_rejected
-from tests.kube_api import Cluster, running
+from tests.kube_api import Cluster, refused_url, running, write_kubeconfig
 from tests.kube_api.samples import FOUR, node
 
 Json = dict[str, Any]
@@ -283,3 +283,10 @@ def test_an_autoscaled_cluster_without_room_for_max_size_is_told_so_and_never_re
                               "grow it to:\n  - size 20 needs room for 20 pods; the cluster has 4 nodes")  # fmt: skip
     assert warning.endswith("A grow that finds no room within scheduleTimeout (180s) is rolled back.")
     assert verdict(command=None, size=1, maxSize=16, autoscale={"enabled": True}, resources=REQUESTS).warnings == []
+
+
+def test_a_cluster_that_cannot_be_reached_is_one_warning(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dry run found it so: the room is not read too, which would wait for the connection once more."""
+    monkeypatch.setenv("KUBECONFIG", str(write_kubeconfig(tmp_path / "config", {"gone": refused_url()})))
+    (warning,) = verdict().warnings
+    assert warning.startswith("admission check skipped: cannot reach the Kubernetes cluster (Connection refused) while")

@@ -52,6 +52,8 @@ def check(spec: MiniClusterSpec, access: kube.Access, owner: str, *, preview: bo
         kept = [keeper.pod(spec)] if spec.keeper.enabled else []
         found = dry_run.judged(api_client, spec, [pod, keygen.keygen_pod(spec), *kept], owner)
     except dry_run.Skipped as skipped:
+        if skipped.unreachable:  # the room cannot be read either: one warning, and no second wait for it
+            return Verdict(warnings=[f"admission check skipped: {skipped}"])
         found, warnings = dry_run.Judged([], []), [f"dry run skipped: {skipped}"]
     if found.no_namespace and preview:
         return Verdict(warnings=[*warnings, _namespace_to_come(spec)])

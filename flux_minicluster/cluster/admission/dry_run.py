@@ -59,6 +59,11 @@ user, not of the object."""
 class Skipped(RuntimeError):
     """The dry run could not judge the objects (no access, no answer): the message says why."""
 
+    def __init__(self, said: str, *, unreachable: bool = False) -> None:
+        super().__init__(said)
+        self.unreachable = unreachable
+        """No answer from the cluster at all: nothing else the check would read can be read either."""
+
 
 @dataclass(frozen=True)
 class Judged:
@@ -163,7 +168,7 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
         return f"{what}: {found.detail}"
     needs = "create (a dry run) on what the MiniCluster creates"
     said = kube.describe(found, doing=f"a dry run of {what}", namespace=spec.namespace, needs=needs)
-    raise Skipped(said)
+    raise Skipped(said, unreachable=found.kind == "unreachable")
 
 
 def _no_namespace(spec: MiniClusterSpec) -> str:
