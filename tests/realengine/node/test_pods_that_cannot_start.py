@@ -122,7 +122,7 @@ def test_with_admission_off_pods_held_by_a_missing_volume_end_pulumi_up_at_job_t
     stack_on_real_node: Callable[..., StackOnRealNode],
 ) -> None:
     volumes = {"data": {"path": "/data", "secret": "no-such-secret"}}
-    settings = {"size": 2, "tasks": 2, "admission": "off", "volumes": volumes, "jobTimeout": 20}
+    settings = {"size": 2, "tasks": 2, "admission": "off", "volumes": volumes, "jobTimeout": 10}
     cluster = stack_on_real_node("dev", **{**example("dev"), **settings})
     ended = cluster.stack.up(check=False)  # the test's limit: 300 s
     assert ended.returncode != 0
