@@ -198,8 +198,8 @@ def test_a_user_of_one_namespace_is_told_the_nodes_room_was_not_judged(kube_api:
     assert found.refused is None
     assert found.warnings == [
         "admission check of the nodes' room skipped (the namespace's quotas were checked): access denied (403: "
-        f"{NODES_DENIED}) while reading the nodes: this needs list on nodes and pods at the cluster scope "
-        "(check your RBAC)"
+        f"{NODES_DENIED}) while reading the nodes and every namespace's pods: this needs list on nodes and pods at "
+        "the cluster scope (check your RBAC)"
     ]
 
 

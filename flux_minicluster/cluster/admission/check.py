@@ -186,7 +186,9 @@ def read(
         return fit.Snapshot(nodes=nodes, pods=pods, quotas=quotas, admitted=admitted, refusal=refusal)
     # A user of one namespace: its quotas are still judged, against its own pods there
     own = pages(api_calls.path("v1", "pods", namespace), fieldSelector=HOLDING_RESOURCES)()
-    unseen = kube.describe(kube.problem(denied), doing="reading the nodes", needs=NODE_RIGHTS)
+    unseen = kube.describe(
+        kube.problem(denied), doing="reading the nodes and every namespace's pods", needs=NODE_RIGHTS
+    )
     return fit.Snapshot(nodes=None, pods=own, quotas=quotas, admitted=admitted, refusal=refusal, unseen=unseen)
 
 

@@ -59,10 +59,12 @@ user, not of the object."""
 class Skipped(RuntimeError):
     """The dry run could not judge the objects (no access, no answer): the message says why."""
 
+    unreachable: bool
+    """No answer from the cluster at all: nothing else the check would read can be read either."""
+
     def __init__(self, said: str, *, unreachable: bool = False) -> None:
         super().__init__(said)
         self.unreachable = unreachable
-        """No answer from the cluster at all: nothing else the check would read can be read either."""
 
 
 @dataclass(frozen=True)
