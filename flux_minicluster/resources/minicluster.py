@@ -8,7 +8,8 @@ Graph: certificate -> Secret ─┐
        scale ConfigMap ───────┤   (names passed   resizes the running Job when `size` changes)
        headless Service ──────┘   as Outputs)     and, beside the Job, the scheduling guard (stops
                                                   it if its pods cannot be scheduled in time);
-                                                  keeper: its account and Deployment, after the Job
+                                                  keeper: its account and Deployment, after the
+                                                  guard (the Job's pods all started)
 
 On an elastic cluster, Pulumi ignores the Job's size fields and the scale ConfigMap's data after
 creating them: the Scale resource owns them, so a resize is an update of the Scale, never a new Job.
@@ -99,11 +100,11 @@ class MiniCluster(pulumi.ComponentResource):
             ignore_changes=ignore, depends_on=deleted_first + self._api_access(name, spec, scale_config.name),
             replace_with=deleted_first or None,
         )  # fmt: skip
-        if not spec.suspend:  # a queue holding the Job back is not a scheduling failure
-            self._scheduling_guard(name, args, job_revision)
+        # A queue holding the Job back is not a scheduling failure: a suspended Job has no guard.
+        guard = None if spec.suspend else self._scheduling_guard(name, args, job_revision)
         if spec.elastic:
             self._scale(name, args, job, scale_config.name)
-        self._keeper(name, spec, job)
+        self._keeper(name, spec, guard)
 
         self.cluster_name = pulumi.Output.from_input(spec.name)
         self.namespace = job.namespace
@@ -161,15 +162,19 @@ class MiniCluster(pulumi.ComponentResource):
         """API access objects, each named <prefix>-<its kind>."""
         return [self._named(f"{prefix}-{ACCESS_KINDS[m['kind']]}", m, **options) for m in found]
 
-    def _keeper(self, name: str, spec: MiniClusterSpec, job: pulumi.Resource) -> None:
-        """keeper.enabled: its scripts, account and Deployment, after the Job it keeps (and deleted before
-        it: `pulumi destroy` never leaves a keeper that watches a Job being deleted)."""
+    def _keeper(self, name: str, spec: MiniClusterSpec, guard: SchedulingGuard | None) -> None:
+        """keeper.enabled: its scripts, account and Deployment. Not after the Job, whose await lasts as
+        long as a one-shot command runs: the keeper would come when there is nothing left to keep. After
+        the Job's guard instead (its pods all started): when they cannot start (an image the kubelet
+        cannot pull, most often the keeper's own), the guard ends `pulumi up` with why, and no keeper's
+        rollout holds it for its 10 minutes. A suspended Job has no guard: its keeper comes beside it."""
         scripts = keeper.scripts_config_map(spec)
         if scripts is None:
             return
         config_map = self._content(f"{name}-keeper-scripts", scripts)
-        access = self._access(f"{name}-keeper", keeper.access(spec), depends_on=[job])
-        self._named(f"{name}-keeper", keeper.deployment(spec, config_map.name), depends_on=[job, *access])
+        access = self._access(f"{name}-keeper", keeper.access(spec))
+        after = [guard] if guard is not None else []
+        self._named(f"{name}-keeper", keeper.deployment(spec, config_map.name), depends_on=[*after, *access])
 
     def _scheduling_guard(self, name: str, args: MiniClusterArgs, job_revision: pulumi.Output[str]) -> SchedulingGuard:
         """Beside the Job, not after it: it must act while the provider still awaits the Job. It waits

@@ -1,12 +1,15 @@
 """A stack with the keeper (keeper.enabled) under the real Pulumi engine, its pods in real containers on
 the real node: `pulumi up` returns with the keeper's pod running as its own account (and no broker pod
 with a token); a worker evicted is replaced by the keeper once its pod has Failed, and the cluster is
-whole again; `pulumi destroy` leaves nothing, the keeper's Deployment and ReplicaSet included. Any Flux
-the node's image has (the stand-in too): rank 0 with real Flux and a state volume is test_keeper.py's."""
+whole again; `pulumi destroy` leaves nothing, the keeper's Deployment and ReplicaSet included. With a
+one-shot command, which `pulumi up` waits for, the keeper runs while the command does. Any Flux the
+node's image has (the stand-in too): rank 0 with real Flux and a state volume is test_keeper.py's."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -25,6 +28,10 @@ def kept(stack_on_real_node: Callable[..., StackOnRealNode]) -> StackOnRealNode:
     cluster = stack_on_real_node("kept", **example("interactive"), keeper={"enabled": True})
     cluster.stack.up()
     return cluster
+
+
+HELD = "/tmp/held"
+"""While it is there, rank 0 waits before its broker starts (a pre hook): the one-shot Job cannot end."""
 
 
 def pods(cluster: StackOnRealNode, selector: str) -> list[Any]:
@@ -92,3 +99,29 @@ def test_the_keeper_ends_when_told_to_stop(kept: StackOnRealNode) -> None:
 def test_pulumi_destroy_leaves_nothing_the_keeper_made(kept: StackOnRealNode) -> None:
     kept.stack.destroy()
     assert kept.left() == {}
+
+
+def test_the_keeper_runs_while_a_one_shot_command_does(stack_on_real_node: Callable[..., StackOnRealNode]) -> None:
+    """`pulumi up` waits for the Job to complete; the keeper must not wait for that too, or it would come
+    when nothing is left to keep. Rank 0 is held back (its pre hook waits for HELD to go) until the
+    keeper has been seen running: the order of the two is what this test asserts, not a duration."""
+    hold = f'if [ "$JOB_COMPLETION_INDEX" = 0 ]; then touch {HELD}; while [ -e {HELD} ]; do sleep 0.2; done; fi'
+    config = {**example("dev"), "size": 2, "tasks": 2, "hooks": {"pre": hold}, "keeper": {"enabled": True}}
+    cluster = stack_on_real_node("once", **config, jobTimeout=300)
+
+    def keeper_running() -> bool:
+        return "Running" in [pod.status.phase for pod in pods(cluster, "app.kubernetes.io/component=keeper")]
+
+    with ThreadPoolExecutor(1) as pool:
+        up = pool.submit(cluster.stack.up)
+        try:
+            wait_until(keeper_running, "the keeper running", 180, poll=0.2)
+            assert cluster.exec(0, "sh", "-c", f"test -e {HELD} && echo held || echo gone").strip() == "held"
+            assert cluster.condition("Complete") != "True"
+        finally:
+            with contextlib.suppress(Exception):  # a rank 0 that never came has nothing to let go
+                cluster.exec(0, "rm", "-f", HELD)
+        up.result()
+    assert cluster.condition("Complete") == "True"
+    cluster.stack.destroy()
+    assert cluster.left() == {}
