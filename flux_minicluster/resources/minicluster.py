@@ -6,8 +6,9 @@ Graph: certificate -> Secret ─┐
        autoscaler's Role ─────┤   (autoscale: its ServiceAccount, Role and RoleBinding)
        PodGroup (a gang) ─────┼─> Indexed Job ──> Scale (elastic clusters: waits for the brokers, and
        scale ConfigMap ───────┤   (names passed   resizes the running Job when `size` changes)
-       headless Service ──────┘   as Outputs)     and, beside the Job, the scheduling guard (stops
-                                                  it if its pods cannot be scheduled in time);
+       headless Service ──────┘   as Outputs)     and, beside the Job (after an elastic one), the
+                                                  scheduling guard (stops it if its pods cannot
+                                                  be scheduled in time);
                                                   keeper: its account and Deployment, after the
                                                   guard (the Job's pods all started)
 
@@ -101,7 +102,7 @@ class MiniCluster(pulumi.ComponentResource):
             replace_with=deleted_first or None,
         )  # fmt: skip
         # A queue holding the Job back is not a scheduling failure: a suspended Job has no guard.
-        guard = None if spec.suspend else self._scheduling_guard(name, args, job_revision)
+        guard = None if spec.suspend else self._scheduling_guard(name, args, job_revision, job)
         if spec.elastic:
             self._scale(name, args, job, scale_config.name)
         self._keeper(name, spec, guard)
@@ -176,9 +177,14 @@ class MiniCluster(pulumi.ComponentResource):
         after = [guard] if guard is not None else []
         self._named(f"{name}-keeper", keeper.deployment(spec, config_map.name), depends_on=[*after, *access])
 
-    def _scheduling_guard(self, name: str, args: MiniClusterArgs, job_revision: pulumi.Output[str]) -> SchedulingGuard:
-        """Beside the Job, not after it: it must act while the provider still awaits the Job. It waits
-        for what the Job waits for (the Secret, ConfigMaps and Service), through the Job's revision."""
+    def _scheduling_guard(
+        self, name: str, args: MiniClusterArgs, job_revision: pulumi.Output[str], job: pulumi.Resource
+    ) -> SchedulingGuard:
+        """Beside a Job that the provider awaits (a one-shot command's), not after it: it must act while
+        that await goes on. It waits for what the Job waits for (the Secret, ConfigMaps and Service),
+        through the Job's revision. After an elastic Job, which is not awaited: under `pulumi up
+        --parallel 1` the engine would otherwise run the guard first, and hold the Job back until the
+        guard gave up on it."""
         spec = args.spec
         # The Job's URN as Pulumi forms it (parent, project, stack). From this component's URN alone: a
         # dependency on the component itself would be a cycle, since the guard is one of its children.
@@ -193,7 +199,7 @@ class MiniCluster(pulumi.ComponentResource):
         # It watches a new Job's first pods; growing an elastic Job is the Scale's to watch. (A replaced
         # Job starts at the size Pulumi keeps for it, the one kept here too.)
         ignore = ["size"] if spec.elastic else []
-        opts = pulumi.ResourceOptions(parent=self, ignore_changes=ignore)
+        opts = pulumi.ResourceOptions(parent=self, ignore_changes=ignore, depends_on=[job] if spec.elastic else None)
         return SchedulingGuard(f"{name}-scheduling", inputs, opts, packaged=args.packaged)
 
     def _job_deletion(self, name: str, args: MiniClusterArgs, job_manifest: manifests.Manifest) -> JobDeletion:

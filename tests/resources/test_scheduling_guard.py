@@ -207,6 +207,14 @@ def test_the_guard_runs_beside_the_job_with_its_inputs() -> None:
     assert all(deployment.urn(r) in dependencies for r in config_maps)
 
 
+def test_the_guard_of_an_elastic_job_comes_after_it() -> None:
+    """The Job is not awaited: after it costs nothing, and under `pulumi up --parallel 1` the engine would
+    otherwise run the guard first, holding the Job back until the guard gave up waiting for it."""
+    deployment = deploy(config(command=None))
+    guard, job_resource = deployment.one(GUARD), deployment.one("kubernetes:batch/v1:Job")
+    assert deployment.urn(job_resource) in deployment.options[guard.name]["dependencies"]
+
+
 def test_the_guards_revision_follows_the_job() -> None:
     first, again = deploy(config()).one(GUARD), deploy(config()).one(GUARD)
     # (A changed command changes the Job through its ConfigMap's new name: the mocks keep names fixed.)
