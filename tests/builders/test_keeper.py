@@ -16,7 +16,6 @@ from flux_minicluster.config.spec import MiniClusterSpec
 from tests.auto_names import auto_name
 from tests.conftest import config
 from tests.harness import deploy
-from tests.plain import plain
 from tests.schemas import SUPPORTED, assert_conforms
 
 PERSISTENT = {"command": None, "size": 2, "keeper": {"enabled": True}}
@@ -131,16 +130,6 @@ def test_its_objects_conform_to_kubernetes(version: str) -> None:
     for (kind, _), obj in objects(**STATE).items():
         if kind in ("ServiceAccount", "Role", "RoleBinding", "Deployment"):
             assert_conforms(obj, version)
-
-
-def test_pulumi_up_declares_the_keeper_after_the_job_with_its_scripts_created_name() -> None:
-    deployment = deploy(config(**PERSISTENT))
-    kept, job = deployment.one(DEPLOYMENT), deployment.one("kubernetes:batch/v1:Job")
-    assert deployment.urn(job) in deployment.options[kept.name]["dependencies"]
-    volumes = plain(kept.inputs)["spec"]["template"]["spec"]["volumes"]
-    assert volumes[0]["configMap"]["name"] == deployment.live_name("dev-keeper-scripts")
-    role = deployment.one("kubernetes:rbac.authorization.k8s.io/v1:Role")
-    assert deployment.urn(job) in deployment.options[role.name]["dependencies"]
 
 
 def test_pulumi_up_declares_no_keeper_unless_asked() -> None:

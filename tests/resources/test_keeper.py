@@ -10,6 +10,7 @@ import pytest
 
 from tests.conftest import config
 from tests.harness import Deployment, deploy
+from tests.plain import plain
 
 KEEPER = {"keeper": {"enabled": True}}
 GUARD = "pulumi-python:dynamic/minicluster:SchedulingGuard"
@@ -43,3 +44,10 @@ def test_the_keeper_of_a_suspended_job_comes_beside_it() -> None:
     deployment = deploy(config(**KEEPER, suspend=True))
     assert deployment.of_type(GUARD) == []
     assert deployment.urn(deployment.one(JOB)) not in dependencies(deployment, "dev-keeper")
+
+
+def test_the_keeper_mounts_its_scripts_by_the_name_their_config_map_was_created_with() -> None:
+    deployment = deploy(config(**KEEPER))
+    keeper = next(r for r in deployment.resources if r.name == "dev-keeper")
+    volumes = plain(keeper.inputs)["spec"]["template"]["spec"]["volumes"]
+    assert volumes[0]["configMap"]["name"] == deployment.live_name("dev-keeper-scripts")
