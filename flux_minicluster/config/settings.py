@@ -247,7 +247,8 @@ class Pod(Model):
     """Pod DNS policy. Default: Kubernetes' (ClusterFirst). (None is not offered: it needs a dnsConfig,
     and the brokers need the cluster's DNS to find each other.)"""
     image_pull_secrets: list[str] = Field(default_factory=list)
-    """Existing Secrets for pulling private images (the admission check warns of one that is not there)."""
+    """Existing Secrets of type kubernetes.io/dockerconfigjson for pulling private images (the admission
+    check warns of one that is not there, or of another type, which the kubelet does not use)."""
     run_as_user: int | None = Field(default=None, ge=0)
     """User id every container of every pod runs as. Default: the image's user; with securityProfile
     restricted, 1000 (on OpenShift: an id in the namespace's range)."""

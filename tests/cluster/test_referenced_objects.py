@@ -18,13 +18,15 @@ DATA = {"path": "/data", "secret": "app-token"}
 """A volume that mounts the Secret app-token."""
 
 
-def there(api: Cluster, resource: str, name: str, *keys: str) -> None:
-    """An object of the namespace; a Secret with `keys` in its data."""
+def there(api: Cluster, resource: str, name: str, *keys: str, secret_type: str = "Opaque") -> None:
+    """An object of the namespace; a Secret with `keys` in its data, of the type the API server gives one
+    made without a type (Opaque) unless told."""
     metadata = {"name": name, "namespace": "default"}
     if resource == "configmaps":
         api.config_maps[("default", name)] = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
     else:
-        api.existing[(resource, "default", name)] = {"metadata": metadata, "data": dict.fromkeys(keys, "c2VjcmV0")}
+        data = dict.fromkeys(keys, "c2VjcmV0")
+        api.existing[(resource, "default", name)] = {"metadata": metadata, "type": secret_type, "data": data}
 
 
 def missing(refused: str | None) -> list[str]:
@@ -98,10 +100,25 @@ def test_a_pull_secret_that_is_not_there_is_a_warning_as_the_kubelet_pulls_witho
     ]
 
 
-def test_a_pull_secret_that_is_there_passes(kube_api: Cluster) -> None:
+@pytest.mark.parametrize(("secret_type", "key"), [("kubernetes.io/dockerconfigjson", ".dockerconfigjson"),
+                                                  ("kubernetes.io/dockercfg", ".dockercfg")])  # fmt: skip
+def test_a_pull_secret_of_a_registrys_type_passes(kube_api: Cluster, secret_type: str, key: str) -> None:
+    kube_api.nodes = FOUR
+    there(kube_api, "secrets", "regcred", key, secret_type=secret_type)
+    assert verdict(pod={"imagePullSecrets": ["regcred"]}) == admission.Verdict()
+
+
+def test_a_generic_secret_as_the_pull_secret_is_a_warning_as_the_kubelet_passes_over_it(kube_api: Cluster) -> None:
+    """`kubectl create secret generic --from-file=.dockerconfigjson=...`: the right key, an Opaque Secret."""
     kube_api.nodes = FOUR
     there(kube_api, "secrets", "regcred", ".dockerconfigjson")
-    assert verdict(pod={"imagePullSecrets": ["regcred"]}) == admission.Verdict()
+    found = verdict(pod={"imagePullSecrets": ["regcred"]})
+    assert found.refused is None
+    assert found.warnings == [
+        "admission check: the Secret 'regcred' that minicluster:pod.imagePullSecrets names is of type 'Opaque', and "
+        "the kubelet pulls only with one of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg (`kubectl "
+        "create secret docker-registry` makes one): it pulls without it, and an image that needs it fails"
+    ]
 
 
 def test_in_a_namespace_that_does_not_exist_the_namespace_is_the_one_problem(kube_api: Cluster) -> None:

@@ -1,14 +1,14 @@
 """The objects the pods name and the MiniCluster does not make: each volume's Secret, ConfigMap or
 PersistentVolumeClaim (minicluster:volumes, minicluster:stateVolume), each Secret key a container's
 environment reads (environmentFromSecrets, a sidecar's too, restfulApi.secretName), and each pull
-Secret (pod.imagePullSecrets: a warning, as the kubelet pulls without one it cannot find). A
+Secret (pod.imagePullSecrets: a warning, as the kubelet pulls without one it cannot find or use). A
 dry run does not look for them; the kubelet does, when it mounts them or starts the container. A pod
 whose Secret or ConfigMap volume is missing waits in ContainerCreating, and `pulumi up` only ends at
 jobTimeout (an hour by default), where pulumi-kubernetes says no more than that its containers are
 not ready (the real node); a Secret key that is missing holds the container in
 CreateContainerConfigError; a missing claim leaves the pods unschedulable. So the admission check
 reads each object once (a GET, beside the dry runs) before anything is created. Of a Secret it
-reads only which keys it has.
+reads only its type and which keys it has.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.config.settings import SecretKey
 from flux_minicluster.config.spec import MiniClusterSpec
 
+PULL_SECRET_TYPES = ("kubernetes.io/dockerconfigjson", "kubernetes.io/dockercfg")
+"""The Secret types the kubelet pulls with (Kubernetes 1.37's credentialprovider/secrets)."""
 PLURALS = {"Secret": "secrets", "ConfigMap": "configmaps", "PersistentVolumeClaim": "persistentvolumeclaims"}
 ADMISSION_LOOKUPS = (
     ("PriorityClass", re.compile(r"no PriorityClass with name (\S+) was found"), "minicluster:pod.priorityClassName"),
@@ -47,6 +49,10 @@ class Reference:
     needed: bool = True
     """False where the pods start without it: a pull Secret (the kubelet pulls without it, and only an
     image that needs it fails), so that one not there is a warning."""
+    types: tuple[str, ...] = ()
+    """The types of Secret the pods can use it as; () for any. The kubelet pulls only with a Secret of a
+    registry's type (PULL_SECRET_TYPES), and passes over any other without a word: a generic Secret that
+    holds a .dockerconfigjson is the usual slip."""
 
     def path(self, namespace: str) -> str:
         return api_calls.path("v1", PLURALS[self.kind], namespace, self.name)
@@ -58,6 +64,12 @@ class Reference:
             return said if self.needed else f"{said}: the kubelet pulls without it, and an image that needs it fails"
         if self.data_key is not None and self.data_key not in (found.data or {}):
             return f"the {self.kind} {self.name!r} that {self.key} names has no key {self.data_key!r}"
+        if self.types and found.type not in self.types:
+            return (
+                f"the {self.kind} {self.name!r} that {self.key} names is of type {found.type!r}, and the kubelet "
+                f"pulls only with one of type {' or '.join(self.types)} (`kubectl create secret docker-registry` "
+                "makes one): it pulls without it, and an image that needs it fails"
+            )
         return ""
 
     def unread(self, namespace: str, error: Exception) -> str:
@@ -78,7 +90,7 @@ def references(spec: MiniClusterSpec) -> list[Reference]:
     if state is not None and state.claim_name is not None:
         found.append(Reference("PersistentVolumeClaim", state.claim_name, "minicluster:stateVolume.claimName"))
     found += _secret_keys("minicluster:environmentFromSecrets", spec.environment_from_secrets)
-    found += [Reference("Secret", name, "minicluster:pod.imagePullSecrets", needed=False)
+    found += [Reference("Secret", name, "minicluster:pod.imagePullSecrets", needed=False, types=PULL_SECRET_TYPES)
               for name in spec.pod.image_pull_secrets]  # fmt: skip
     for index, sidecar in enumerate(spec.containers):
         found += _secret_keys(

@@ -1,8 +1,13 @@
 """A pull Secret that is not there, on the real engines: the admission check warns of it by its key (the
 real API server's 404), and the real kubelet pulls without it, so a public image's pods run. An image
-that needs the Secret would fail to pull, which the scheduling guard stops (test_pods_that_cannot_start.py)."""
+that needs the Secret would fail to pull, which the scheduling guard stops (test_pods_that_cannot_start.py).
+So does a generic Secret that holds a registry's config: the real API server makes it Opaque, and the
+kubelet pulls only with a Secret of a registry's type (Kubernetes 1.37's credentialprovider/secrets)."""
 
 from __future__ import annotations
+
+import base64
+import json
 
 import pytest
 from kubernetes import client, watch
@@ -30,6 +35,24 @@ def test_the_admission_check_warns_of_it_by_its_key(
         "admission check: the Secret 'regcred' that minicluster:pod.imagePullSecrets names does not exist in "
         f"namespace '{namespace}': the kubelet pulls without it, and an image that needs it fails"
     ) in verdict.warnings
+
+
+def test_a_generic_secret_with_a_registrys_config_is_warned_of_by_its_type(
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `kubectl create secret generic regcred --from-file=.dockerconfigjson=config.json` makes it."""
+    config = json.dumps({"auths": {"registry.example": {"auth": base64.b64encode(b"user:token").decode()}}})
+    secret = client.V1Secret(metadata=client.V1ObjectMeta(name="regcred"), string_data={".dockerconfigjson": config})
+    client.CoreV1Api(admin).create_namespaced_secret(namespace, secret)
+    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
+    raw = {**example("dev"), "namespace": namespace, "pod": {"imagePullSecrets": ["regcred"]}}
+    spec = load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev")
+    verdict = admission.check(spec, Access(), OWNER)
+    assert verdict.refused is None
+    assert (
+        "admission check: the Secret 'regcred' that minicluster:pod.imagePullSecrets names is of type 'Opaque', and "
+        "the kubelet pulls only with one of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg"
+    ) in " ".join(verdict.warnings)
 
 
 def test_the_real_kubelet_pulls_without_it(admin: client.ApiClient, namespace: str, real_node: NodeInfo) -> None:
