@@ -166,9 +166,9 @@ class MiniCluster(pulumi.ComponentResource):
     def _keeper(self, name: str, spec: MiniClusterSpec, guard: SchedulingGuard | None) -> None:
         """keeper.enabled: its scripts, account and Deployment. Not after the Job, whose await lasts as
         long as a one-shot command runs: the keeper would come when there is nothing left to keep. After
-        the Job's guard instead (its pods all started): when they cannot start (an image the kubelet
-        cannot pull, most often the keeper's own), the guard ends `pulumi up` with why, and no keeper's
-        rollout holds it for its 10 minutes. A suspended Job has no guard: its keeper comes beside it."""
+        the Job's guard instead (its pods all started): when they cannot start (say, an image the
+        kubelet cannot pull, by default the keeper's too), the guard ends `pulumi up` with why, and no
+        keeper's rollout holds it for its 10 minutes. A suspended Job has no guard: its keeper comes beside it."""
         scripts = keeper.scripts_config_map(spec)
         if scripts is None:
             return
