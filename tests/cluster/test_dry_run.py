@@ -129,6 +129,19 @@ def test_a_namespace_that_does_not_exist_is_refused_once(kube_api: Cluster) -> N
     )
 
 
+def test_a_namespace_being_deleted_is_refused_once(kube_api: Cluster) -> None:
+    """`kubectl delete namespace` returns before the namespace is gone; a `pulumi up` right after it finds
+    every object refused alike, by the API server's NamespaceLifecycle admission."""
+    kube_api.terminating.add("default")
+    found = verdict()
+    assert found.refused == (
+        "the API server refuses MiniCluster 'dev' (a dry run):\n"
+        "  - namespace 'default' is being deleted, and the API server takes nothing new in it: once it is gone, "
+        "create it again, or set minicluster:namespace\n"
+        "Nothing was created."
+    )
+
+
 def test_in_a_preview_a_namespace_that_does_not_exist_yet_is_left_to_pulumi_up(kube_api: Cluster) -> None:
     # A program may make the namespace (a Namespace resource whose name the MiniCluster takes): the
     # preview runs before it exists, and `pulumi up` checks again once it does.

@@ -18,6 +18,8 @@ from tests.kube_api.rbac import Account
 Json = dict[str, Any]
 SCHEMA_VERSION = "1.33.0"
 CREATED = "2026-01-01T00:00:00Z"
+TERMINATING = "unable to create new content in namespace {} because it is being terminated"
+"""The API server's NamespaceLifecycle admission, refusing a create in a namespace being deleted (403)."""
 WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 REASONS = {400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound", 409: "AlreadyExists",
            422: "Invalid", 500: "InternalError", 503: "ServiceUnavailable"}  # fmt: skip
@@ -58,6 +60,8 @@ class Cluster:
     """The API server's state. Tests arrange it; the handler threads read and change it under `lock`."""
 
     namespaces: set[str] = field(default_factory=lambda: {"default"})
+    terminating: set[str] = field(default_factory=set)
+    """Namespaces being deleted: the API server's NamespaceLifecycle admission refuses any create in them."""
     pods: dict[tuple[str, str], Json] = field(default_factory=dict)
     nodes: list[Json] = field(default_factory=list)
     quotas: list[Json] = field(default_factory=list)
@@ -121,7 +125,7 @@ class Cluster:
             self.pod_security.clear()
             self.existing.clear()
             self.accounts.clear()
-            self.namespaces = {"default"}
+            self.namespaces, self.terminating = {"default"}, set()
             self.kubelet = self.exec_handler = self.on_request = self.job_controller = None
         return self
 

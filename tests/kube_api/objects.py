@@ -9,7 +9,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from tests.kube_api.answers import Answers
-from tests.kube_api.cluster import Json, decode_problem
+from tests.kube_api.cluster import TERMINATING, Json, decode_problem
 
 BUILT_IN_GROUPS = {"apps", "batch", "rbac.authorization.k8s.io"}
 """The API groups of the built-in kinds the program creates (any other group is a custom resource's)."""
@@ -35,6 +35,8 @@ class ObjectRoutes(Answers):
             self._status(400, refusal)
         elif ns not in self.cluster.namespaces:
             self._status(404, f'namespaces "{ns}" not found')
+        elif ns in self.cluster.terminating:
+            self._status(403, f'{qualified} "{name}" is forbidden: {TERMINATING.format(ns)}')
         elif custom and f"{group}/{version}/{resource}" not in self.cluster.crds:
             self._status(404, "the server could not find the requested resource")
         elif self.query.get("dryRun") != "All":

@@ -14,7 +14,7 @@ from typing import Any
 
 from tests import admission_plugins, pod_security_standard
 from tests.kube_api.answers import Answers
-from tests.kube_api.cluster import Json, decode_problem
+from tests.kube_api.cluster import TERMINATING, Json, decode_problem
 from tests.kube_api.rbac import watch_asked
 
 WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
@@ -33,6 +33,9 @@ class PodRoutes(Answers):
         metadata = pod["metadata"]
         metadata.setdefault("name", metadata.get("generateName", "pod-") + secrets.token_hex(3)[:5])
         metadata["namespace"] = ns
+        if ns in self.cluster.terminating:
+            self._status(403, f'pods "{metadata["name"]}" is forbidden: {TERMINATING.format(ns)}')
+            return
         refused = self._pod_security(ns, pod)
         if refused:
             self._status(403, refused)

@@ -51,6 +51,8 @@ PLACEHOLDER_CERTIFICATE = "(not sent: a dry run judges the Secret, not its key)"
 PULUMI_FIELD_MANAGER = "pulumi-kubernetes-"
 """How the field manager of every server-side apply by pulumi-kubernetes starts (a random suffix per
 resource): an object whose fields one of them applied was made by Pulumi."""
+NAMESPACE_GOING = "unable to create new content in namespace {} because it is being terminated"
+"""How the API server's NamespaceLifecycle admission refuses any object in a namespace being deleted (403)."""
 RBAC_DENIAL = "cannot create resource"
 """In the RBAC authorizer's refusal ('User "u" cannot create resource "jobs" ...'): a refusal of the
 user, not of the object."""
@@ -115,6 +117,8 @@ def judged(
         refused[RESTRICTED_FITS] = None
     if _no_namespace(spec) in refused:  # nothing is in it: that is the one problem
         return Judged(list(refused), taken, no_namespace=True)
+    if _namespace_going(spec) in refused:  # nothing new may be made in it: the one problem too
+        return Judged(list(refused), taken)
     missing, doubts = references.judged(spec.namespace, named, dict(zip(looks, answers[len(sent) :], strict=True)))
     return Judged(list(refused), taken, missing=[*missing, *absent], doubts=doubts)
 
@@ -157,6 +161,8 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
         return _policy_problem(obj, found)
     if found.kind == "not-found" and f'namespaces "{spec.namespace}" not found' in found.detail:
         return _no_namespace(spec)
+    if found.kind == "denied" and NAMESPACE_GOING.format(spec.namespace) in found.detail:
+        return _namespace_going(spec)
     if found.kind == "not-found" and obj["kind"] in CUSTOM:
         what_to_do = (
             f"install {spec.scheduler.gang if spec.scheduler else 'it'}, or unset minicluster:scheduler"
@@ -176,6 +182,14 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
 def _no_namespace(spec: MiniClusterSpec) -> str:
     """The refusal of every object in a namespace that does not exist, said once (Judged.no_namespace)."""
     return f"namespace {spec.namespace!r} does not exist: create it, or set minicluster:namespace"
+
+
+def _namespace_going(spec: MiniClusterSpec) -> str:
+    """The refusal of every object in a namespace being deleted, said once."""
+    return (
+        f"namespace {spec.namespace!r} is being deleted, and the API server takes nothing new in it: once it is "
+        "gone, create it again, or set minicluster:namespace"
+    )
 
 
 def _policy_refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str:
