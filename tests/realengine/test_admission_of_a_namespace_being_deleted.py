@@ -74,7 +74,7 @@ def test_once_it_is_gone_it_is_a_namespace_that_does_not_exist(admin: client.Api
     let_go(core, being_deleted)
 
     def gone() -> bool:
-        return being_deleted not in [ns.metadata.name for ns in core.list_namespace().items]
+        return not core.list_namespace(field_selector=f"metadata.name={being_deleted}").items
 
     wait_until(gone, "the namespace to be gone", 60, poll=0.2)
     refused = verdict(being_deleted).refused
