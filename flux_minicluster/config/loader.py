@@ -45,8 +45,6 @@ class NoStackFile(ConfigError):
 
 ALWAYS_SECRET = "curveCertificate"
 """Never echoed, whether or not the stack marks it secret."""
-PROVIDER_NAMESPACE = "kubernetes:namespace"
-"""The Kubernetes provider's default namespace, for objects that name none."""
 SECRETS_KEPT = (ALWAYS_SECRET, "environment", "command", "hooks")
 """The config keys whose values can stay secret: they reach the pods through Kubernetes Secrets only
 (the certificate's, and the config Secret: environment by secretKeyRef, command and hooks as files)."""
@@ -80,20 +78,6 @@ def load_spec(raw: Mapping[str, Any], stack: str, secret_keys: Collection[str] =
     if problems:
         raise ConfigError(problems)
     return spec
-
-
-def namespace_warning(raw: Mapping[str, Any], spec: MiniClusterSpec) -> str | None:
-    """What to tell a user whose Kubernetes provider has a default namespace (kubernetes:namespace) that
-    is not the MiniCluster's, when minicluster:namespace is unset: the provider puts there only objects
-    that name no namespace, and every object of the MiniCluster names its own. (Following the provider's
-    default instead would move a running cluster, Job and all, at an upgrade of this project.)"""
-    default = raw.get(PROVIDER_NAMESPACE)
-    if not default or f"{NAMESPACE}:namespace" in raw or default == spec.namespace:
-        return None
-    return (
-        f"{PROVIDER_NAMESPACE} is {default!r}, but MiniCluster {spec.name!r} goes to namespace {spec.namespace!r} "
-        f"({NAMESPACE}:namespace, unset, has that default): set {NAMESPACE}:namespace to {default!r} to put it there"
-    )
 
 
 def _python_spellings(model: type[BaseModel], value: Any, path: list[Any]) -> Iterator[str]:

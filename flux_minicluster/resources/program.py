@@ -11,7 +11,8 @@ import pulumi
 
 from flux_minicluster.builders import object_limits
 from flux_minicluster.cluster import admission, kube
-from flux_minicluster.config.loader import ConfigError, load_spec, namespace_warning
+from flux_minicluster.config.loader import ConfigError, load_spec
+from flux_minicluster.config.notices import config_warnings
 from flux_minicluster.config.spec import MiniClusterSpec
 from flux_minicluster.resources.kube_object import this_stack
 
@@ -25,7 +26,7 @@ def checked_spec(
         object_limits.check(spec)
     except ConfigError as error:
         raise pulumi.RunError(str(error)) from None
-    if said := namespace_warning(raw, spec):
+    for said in config_warnings(raw, spec):
         pulumi.log.warn(said)
     verdict = admission.check(spec, access, this_stack(), preview=pulumi.runtime.is_dry_run())
     for warning in verdict.warnings:

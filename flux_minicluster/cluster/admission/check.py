@@ -20,11 +20,11 @@ from typing import Any
 from flux_minicluster.builders import keeper, keygen, names, pod_template
 from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.cluster.admission import dry_run, fit
+from flux_minicluster.config.notices import KUEUE_QUEUE
 from flux_minicluster.config.spec import MiniClusterSpec
 
 PAGE = 500
 HOLDING_RESOURCES = "status.phase!=Succeeded,status.phase!=Failed"
-KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 NODE_RIGHTS = "list on nodes and pods at the cluster scope"
 
 

@@ -1,0 +1,49 @@
+"""What a valid stack config may still do that its user did not mean: warnings the program gives at
+each `pulumi up` and preview, never refusals (a cluster may be set up so that the config is right).
+Pure; the admission check tells what the cluster itself says."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from flux_minicluster.config.project import NAMESPACE
+from flux_minicluster.config.spec import MiniClusterSpec
+
+PROVIDER_NAMESPACE = "kubernetes:namespace"
+"""The Kubernetes provider's default namespace, for objects that name none."""
+KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
+"""The Job label by which Kueue takes a Job into one of its queues."""
+
+
+def config_warnings(raw: Mapping[str, Any], spec: MiniClusterSpec) -> list[str]:
+    """Each warning for the stack config `raw`, as valid as `spec` says it is."""
+    return [said for said in (_provider_namespace(raw, spec), _suspended_without_a_queue(spec)) if said]
+
+
+def _provider_namespace(raw: Mapping[str, Any], spec: MiniClusterSpec) -> str | None:
+    """The Kubernetes provider's default namespace (kubernetes:namespace) is not the MiniCluster's when
+    minicluster:namespace is unset: the provider puts there only objects that name no namespace, and
+    every object of the MiniCluster names its own. (Following the provider's default instead would move
+    a running cluster, Job and all, at an upgrade of this project.)"""
+    default = raw.get(PROVIDER_NAMESPACE)
+    if not default or f"{NAMESPACE}:namespace" in raw or default == spec.namespace:
+        return None
+    return (
+        f"{PROVIDER_NAMESPACE} is {default!r}, but MiniCluster {spec.name!r} goes to namespace {spec.namespace!r} "
+        f"({NAMESPACE}:namespace, unset, has that default): set {NAMESPACE}:namespace to {default!r} to put it there"
+    )
+
+
+def _suspended_without_a_queue(spec: MiniClusterSpec) -> str | None:
+    """A suspended Job that names no Kueue queue runs only when something else resumes it (a Kueue that
+    manages Jobs without a queue name, another queue, a user), and `pulumi up` waits for that, saying no
+    more than that it waits for the Job to start, for up to jobTimeout (an hour by default)."""
+    if not spec.suspend or KUEUE_QUEUE in spec.job_labels:
+        return None
+    return (
+        f"{NAMESPACE}:suspend is true and {NAMESPACE}:jobLabels names no {KUEUE_QUEUE}: the Job runs only once "
+        f"something resumes it (a queue that takes Jobs without that label, or `kubectl patch job {spec.name} "
+        f'-n {spec.namespace} -p \'{{"spec":{{"suspend":false}}}}\'`), and `pulumi up` waits for that for up to '
+        f"{NAMESPACE}:jobTimeout ({spec.job_timeout}s)"
+    )

@@ -1,0 +1,54 @@
+"""Warnings for a valid stack config that may not do what its user meant (config/notices.py):
+
+- the Kubernetes provider's default namespace (kubernetes:namespace) is not the MiniCluster's: the
+  provider puts there only objects that name no namespace, and every object of the MiniCluster names its
+  own (minicluster:namespace, `default` unless set);
+- a suspended Job that names no Kueue queue runs only once something resumes it, and `pulumi up` waits
+  for that (a real `pulumi up` says only "Waiting for Job to start" until jobTimeout)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flux_minicluster.config.loader import load_spec
+from flux_minicluster.config.notices import config_warnings
+
+BASE = {"minicluster:image": "flux:1", "minicluster:command": "hostname"}
+
+
+def warnings(**config: Any) -> list[str]:
+    raw = {**BASE, **config}
+    return config_warnings(raw, load_spec(raw, "dev"))
+
+
+def test_a_plain_config_has_none() -> None:
+    assert warnings() == []
+
+
+def test_a_provider_namespace_without_a_minicluster_namespace_is_warned_of() -> None:
+    assert warnings(**{"kubernetes:namespace": "hpc"}) == [
+        "kubernetes:namespace is 'hpc', but MiniCluster 'dev' goes to namespace 'default' (minicluster:namespace, "
+        "unset, has that default): set minicluster:namespace to 'hpc' to put it there"
+    ]
+
+
+def test_a_minicluster_namespace_set_apart_from_the_providers_is_the_users_choice() -> None:
+    assert warnings(**{"kubernetes:namespace": "hpc", "minicluster:namespace": "flux"}) == []
+
+
+def test_a_provider_namespace_that_is_the_default_one_is_no_news() -> None:
+    assert warnings(**{"kubernetes:namespace": "default"}) == []
+
+
+def test_a_suspended_job_that_names_no_queue_is_warned_of_with_what_resumes_it() -> None:
+    assert warnings(**{"minicluster:suspend": True, "minicluster:jobTimeout": 600}) == [
+        "minicluster:suspend is true and minicluster:jobLabels names no kueue.x-k8s.io/queue-name: the Job runs "
+        "only once something resumes it (a queue that takes Jobs without that label, or `kubectl patch job dev -n "
+        """default -p '{"spec":{"suspend":false}}'`), and `pulumi up` waits for that for up to """
+        "minicluster:jobTimeout (600s)"
+    ]
+
+
+def test_a_suspended_job_in_a_kueue_queue_is_kueues_to_resume() -> None:
+    labels = {"kueue.x-k8s.io/queue-name": "hpc"}
+    assert warnings(**{"minicluster:suspend": True, "minicluster:jobLabels": labels}) == []
