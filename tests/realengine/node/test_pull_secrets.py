@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 
 import pytest
 from kubernetes import client, watch
@@ -23,36 +24,39 @@ IMAGE = example("dev")["image"]
 """The dev stack's image: its `:latest` tag makes the kubelet pull it (the node's registry answers)."""
 
 
-def test_the_admission_check_warns_of_it_by_its_key(
-    control_plane: ControlPlane, namespace: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def checked(control_plane: ControlPlane, namespace: str, monkeypatch: pytest.MonkeyPatch) -> Callable[[], list[str]]:
+    """The warnings of the admission check of the dev stack with the pull Secret regcred, against the real
+    API server (a refusal fails the test)."""
     monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    raw = {**example("dev"), "namespace": namespace, "pod": {"imagePullSecrets": ["regcred"]}}
-    spec = load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev")
-    verdict = admission.check(spec, Access(), OWNER)
-    assert verdict.refused is None
+
+    def warnings() -> list[str]:
+        raw = {**example("dev"), "namespace": namespace, "pod": {"imagePullSecrets": ["regcred"]}}
+        verdict = admission.check(load_spec({f"minicluster:{k}": v for k, v in raw.items()}, "dev"), Access(), OWNER)
+        assert verdict.refused is None
+        return verdict.warnings
+
+    return warnings
+
+
+def test_the_admission_check_warns_of_it_by_its_key(checked: Callable[[], list[str]], namespace: str) -> None:
     assert (
         "admission check: the Secret 'regcred' that minicluster:pod.imagePullSecrets names does not exist in "
         f"namespace '{namespace}': the kubelet pulls without it, and an image that needs it fails"
-    ) in verdict.warnings
+    ) in checked()
 
 
 def test_a_generic_secret_with_a_registrys_config_is_warned_of_by_its_type(
-    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, monkeypatch: pytest.MonkeyPatch
+    admin: client.ApiClient, namespace: str, checked: Callable[[], list[str]]
 ) -> None:
     """As `kubectl create secret generic regcred --from-file=.dockerconfigjson=config.json` makes it."""
     config = json.dumps({"auths": {"registry.example": {"auth": base64.b64encode(b"user:token").decode()}}})
     secret = client.V1Secret(metadata=client.V1ObjectMeta(name="regcred"), string_data={".dockerconfigjson": config})
     client.CoreV1Api(admin).create_namespaced_secret(namespace, secret)
-    monkeypatch.setenv("KUBECONFIG", str(control_plane.kubeconfig))
-    raw = {**example("dev"), "namespace": namespace, "pod": {"imagePullSecrets": ["regcred"]}}
-    spec = load_spec({f"minicluster:{key}": value for key, value in raw.items()}, "dev")
-    verdict = admission.check(spec, Access(), OWNER)
-    assert verdict.refused is None
     assert (
         "admission check: the Secret 'regcred' that minicluster:pod.imagePullSecrets names is of type 'Opaque', and "
         "the kubelet pulls only with one of type kubernetes.io/dockerconfigjson or kubernetes.io/dockercfg"
-    ) in " ".join(verdict.warnings)
+    ) in " ".join(checked())
 
 
 def test_the_real_kubelet_pulls_without_it(admin: client.ApiClient, namespace: str, real_node: NodeInfo) -> None:
