@@ -164,6 +164,10 @@ def rank0_evicted(plane: ControlPlane, node: NodeInfo, tmp: Path, **keys: Any) -
         evicted_at = time.time()
         lose(core, namespace, old, "evict")
         first_start = wait_until(lambda: queued_job_start(core, namespace, queued[0]), "the first queued job", 180)
+        # The old pod's end may come after the first queued job ran (the saved instance's lock waits for its
+        # broker to exit, not for its pod to be Failed): the watch, which drops what comes once it is told to
+        # stop, is stopped only once it has seen that end.
+        wait_until(lambda: "the pod Failed" in watch.seen, "the evicted pod Failed", 60, poll=0.1)
         watch.stopping.set()
         new = wait_until(lambda: ready_rank(core, namespace), "a ready rank 0", 60).metadata.name
         yield SimpleNamespace(seen=watch.seen, first_start=first_start, done=done, queued=queued, old=old, new=new,
