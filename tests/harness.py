@@ -174,10 +174,12 @@ def example(stack: str) -> dict[str, Any]:
 
 
 def deploy(
-    config: dict[str, Any], stack: str = "dev", preview: bool = False, secret_keys: tuple[str, ...] = ()
-) -> Deployment:
+    config: dict[str, Any], stack: str = "dev", preview: bool = False, secret_keys: tuple[str, ...] = (),
+    parallel: int | None = None,
+) -> Deployment:  # fmt: skip
     """Run __main__.py with `config` (keys without the `minicluster:` prefix get it added); the keys
-    in `secret_keys` are marked secret, as set_all_config records them."""
+    in `secret_keys` are marked secret, as set_all_config records them. `parallel`: the steps the engine
+    runs at once, as `pulumi up --parallel` tells the program (None: as the mocks leave it, unset)."""
     deployment = Deployment()
     _LAST[0] = deployment
     asyncio.set_event_loop(asyncio.new_event_loop())
@@ -187,6 +189,7 @@ def deploy(
     pulumi.runtime.set_mocks(
         fake, project=PROJECT, stack=stack, preview=preview, monitor=RecordingMonitor(fake), organization=ORGANIZATION
     )
+    settings.SETTINGS.parallel = parallel
     pulumi.runtime.set_all_config(
         {_key(k): _value(v) for k, v in config.items()}, secret_keys=[_key(k) for k in secret_keys]
     )

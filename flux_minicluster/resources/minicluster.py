@@ -182,9 +182,10 @@ class MiniCluster(pulumi.ComponentResource):
     ) -> SchedulingGuard:
         """Beside a Job that the provider awaits (a one-shot command's), not after it: it must act while
         that await goes on. It waits for what the Job waits for (the Secret, ConfigMaps and Service),
-        through the Job's revision. After an elastic Job, which is not awaited: under `pulumi up
-        --parallel 1` the engine would otherwise run the guard first, and hold the Job back until the
-        guard gave up on it."""
+        through the Job's revision. After an elastic Job, which is not awaited, and after any Job when
+        the engine runs one step at a time (`pulumi up --parallel 1`): there the engine could run the
+        guard first, holding the Job back until the guard gave up on it, and nothing runs beside an
+        await anyway."""
         spec = args.spec
         # The Job's URN as Pulumi forms it (parent, project, stack). From this component's URN alone: a
         # dependency on the component itself would be a cycle, since the guard is one of its children.
@@ -199,7 +200,8 @@ class MiniCluster(pulumi.ComponentResource):
         # It watches a new Job's first pods; growing an elastic Job is the Scale's to watch. (A replaced
         # Job starts at the size Pulumi keeps for it, the one kept here too.)
         ignore = ["size"] if spec.elastic else []
-        opts = pulumi.ResourceOptions(parent=self, ignore_changes=ignore, depends_on=[job] if spec.elastic else None)
+        after_job = spec.elastic or one_step_at_a_time()
+        opts = pulumi.ResourceOptions(parent=self, ignore_changes=ignore, depends_on=[job] if after_job else None)
         return SchedulingGuard(f"{name}-scheduling", inputs, opts, packaged=args.packaged)
 
     def _job_deletion(self, name: str, args: MiniClusterArgs, job_manifest: manifests.Manifest) -> JobDeletion:
@@ -248,6 +250,13 @@ class MiniCluster(pulumi.ComponentResource):
         metadata = {key: value for key, value in manifest["metadata"].items() if key != "name"}
         opts = pulumi.ResourceOptions(parent=self, **options)
         return KubernetesObject(resource_name, {**manifest, "metadata": metadata}, opts)
+
+
+def one_step_at_a_time() -> bool:
+    """Whether the engine runs one resource's step at a time (`--parallel 1`), as it tells the program."""
+    from pulumi.runtime import settings
+
+    return bool(settings.SETTINGS.parallel == 1)
 
 
 class _Certificate(Protocol):

@@ -215,6 +215,14 @@ def test_the_guard_of_an_elastic_job_comes_after_it() -> None:
     assert deployment.urn(job_resource) in deployment.options[guard.name]["dependencies"]
 
 
+def test_under_parallel_1_the_guard_of_a_one_shot_job_comes_after_it() -> None:
+    """One step at a time, nothing runs beside the Job's await; and a guard the engine ran first (a Job
+    replaced) held the Job back until it gave up on it."""
+    deployment = deploy(config(), parallel=1)
+    guard, job_resource = deployment.one(GUARD), deployment.one("kubernetes:batch/v1:Job")
+    assert deployment.urn(job_resource) in deployment.options[guard.name]["dependencies"]
+
+
 def test_the_guards_revision_follows_the_job() -> None:
     first, again = deploy(config()).one(GUARD), deploy(config()).one(GUARD)
     # (A changed command changes the Job through its ConfigMap's new name: the mocks keep names fixed.)

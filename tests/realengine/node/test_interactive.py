@@ -1,7 +1,7 @@
 """The interactive stack with its pods in real containers: `pulumi up` (its keygen pod, the real
-readiness probe) returns once every broker is Ready (one step at a time too), and again has nothing to
-do; each broker has the memory-backed /dev/shm of minicluster:sharedMemory; a new size resizes the
-running Job in place, and a grow that does not fit is rolled back; `pulumi destroy` leaves nothing.
+readiness probe) returns once every broker is Ready, and again has nothing to do; each broker has the
+memory-backed /dev/shm of minicluster:sharedMemory; a new size resizes the running Job in place, and a
+grow that does not fit is rolled back; `pulumi destroy` leaves nothing.
 On real Flux (marked realflux; the node's image carries flux-core where it is installed): work runs
 across every broker."""
 
@@ -49,16 +49,6 @@ def test_work_runs_across_every_broker_in_real_containers(shared: StackOnRealNod
     """Brokers that found each other by their headless-Service names (CoreDNS) over the node's bridge."""
     said = shared.flux(0, "run", "-N4", "hostname")
     assert sorted(said.split()) == [f"interactive-{rank}" for rank in range(4)]
-
-
-def test_pulumi_up_one_step_at_a_time_brings_the_cluster_up(stack_on_real_node: Callable[..., StackOnRealNode]) -> None:
-    """`--parallel 1`: the engine runs one resource's step at a time, in its own order. The scheduling
-    guard once came before the Job it waits for, which then waited for the guard to give up (30 s)."""
-    cluster = stack_on_real_node("interactive", **example("interactive"))
-    cluster.stack.pulumi("up", "--yes", "--skip-preview", "--parallel", "1")
-    assert cluster.running(4)
-    cluster.stack.destroy()
-    assert cluster.left() == {}
 
 
 def test_each_broker_has_a_memory_backed_dev_shm_of_the_configured_size(shared: StackOnRealNode) -> None:
