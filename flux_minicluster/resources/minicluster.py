@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import pulumi
+from pulumi.runtime import settings
 
 from flux_minicluster.builders import admission_policy, autoscaling, keeper, manifests, monitoring
 from flux_minicluster.builders.names import INDEX_LABEL, labels
@@ -254,8 +255,6 @@ class MiniCluster(pulumi.ComponentResource):
 
 def one_step_at_a_time() -> bool:
     """Whether the engine runs one resource's step at a time (`--parallel 1`), as it tells the program."""
-    from pulumi.runtime import settings
-
     return bool(settings.SETTINGS.parallel == 1)
 
 
