@@ -115,10 +115,8 @@ def judged(
             taken.extend(filter(None, [_taken(obj, answer, owner, spec)]))
     if any(kube.POD_SECURITY in line for line in refused) and not spec.restricted:
         refused[RESTRICTED_FITS] = None
-    if _no_namespace(spec) in refused:  # nothing is in it: that is the one problem
-        return Judged(list(refused), taken, no_namespace=True)
-    if _namespace_going(spec) in refused:  # nothing new may be made in it: the one problem too
-        return Judged(list(refused), taken)
+    if refused.keys() & {_no_namespace(spec), _namespace_going(spec)}:  # nothing can be made in it: the one problem
+        return Judged(list(refused), taken, no_namespace=_no_namespace(spec) in refused)
     missing, doubts = references.judged(spec.namespace, named, dict(zip(looks, answers[len(sent) :], strict=True)))
     return Judged(list(refused), taken, missing=[*missing, *absent], doubts=doubts)
 
