@@ -28,8 +28,10 @@ from flux_minicluster.builders.files import (
     run_config_files,
 )
 from flux_minicluster.builders.names import (
+    AWAIT_TIMEOUT,
     BROKER_CONTAINER,
     INDEX_LABEL,
+    SKIP_AWAIT,
     broker_config_name,
     config_secret_name,
     curve_secret_name,
@@ -52,9 +54,6 @@ __all__ = [  # what callers use from here, wherever it is defined
 
 Manifest = dict[str, Any]
 
-WAIT_FOR = "pulumi.com/waitFor"
-SKIP_AWAIT = "pulumi.com/skipAwait"
-AWAIT_TIMEOUT = "pulumi.com/timeoutSeconds"
 # A pod lost to a node drain or preemption is retried without counting against backoffLimit.
 # (Kubernetes 1.29's schema requires `status`; later versions default it to "True".)
 DISRUPTED_PODS_ARE_RETRIED = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}

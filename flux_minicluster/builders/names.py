@@ -26,6 +26,10 @@ which the scheduling guard tells the Job it guards from the one a replacement de
 STOPPED = "minicluster.flux-framework.org/stopped"
 """The annotation the scheduling guard puts on the Job it stops (with activeDeadlineSeconds): why. A
 guard that meets a Job so marked knows it for one a replacement deletes first, never its own."""
+SKIP_AWAIT = "pulumi.com/skipAwait"
+"""pulumi-kubernetes takes the object as ready once created."""
+AWAIT_TIMEOUT = "pulumi.com/timeoutSeconds"
+"""How long pulumi-kubernetes waits for the object to be ready (10 minutes when not set)."""
 OWNER = "minicluster.flux-framework.org/stack"
 """The annotation on every object a MiniCluster names itself (the Job, its Services, the access objects,
 ...): the Pulumi stack that declares it, `<organization>/<project>/<stack>`. pulumi-kubernetes 4.25

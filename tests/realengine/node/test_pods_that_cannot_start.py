@@ -5,7 +5,8 @@ containers are not ready.
 - An image that cannot be pulled (the node's containerd answers "not found" for an image it has not
   imported): the Job's pods all have their node, and pulumi-kubernetes waits for the Job; the flux
   view's init container holds the keygen pod Pending. The dynamic provider's error is its line, without
-  a traceback.
+  a traceback. The keeper's pod (keeper.image) holds its Deployment's await, which ends at
+  scheduleTimeout.
 - A Secret a volume mounts, a Secret key the environment reads, or the pods' PriorityClass,
   RuntimeClass or ServiceAccount, that is not there: the admission check refuses it before anything is
   created. With the check off, the pods wait in
@@ -65,6 +66,25 @@ def test_a_flux_view_image_that_cannot_be_pulled_fails_the_keygen_pod_at_once(
     # The dynamic provider's failure is its error's line, not a traceback that starts with the SDK's frames.
     assert "Traceback" not in refused.stdout + refused.stderr
     assert "error: flux_minicluster.cluster.keygen_pod.KeygenError: the keygen pod's container" in refused.stdout
+    cluster.stack.destroy()
+    assert cluster.left() == {}
+
+
+def test_a_keeper_image_that_cannot_be_pulled_ends_pulumi_up_at_schedule_timeout_with_why(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    """pulumi-kubernetes awaits the keeper's Deployment, 10 minutes by default (past the test's limit).
+    Once the image is fixed, the next `pulumi up` rolls the keeper out."""
+    keeper = {"enabled": True, "image": MISSING}
+    settings = {"size": 2, "keeper": keeper, "scheduleTimeout": 5}
+    cluster = stack_on_real_node("kept", **{**example("interactive"), **settings})
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    assert "'kept-keeper' timed out waiting to be Ready" in refused.stdout
+    assert "containers with unready status: [keeper][ErrImagePull]" in refused.stdout
+    assert f'failed to pull and unpack image "{MISSING}"' in refused.stdout
+    cluster.stack.configure({**cluster.stack.config, "keeper": {"enabled": True}})
+    cluster.stack.up()
     cluster.stack.destroy()
     assert cluster.left() == {}
 
