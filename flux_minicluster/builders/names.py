@@ -26,6 +26,9 @@ which the scheduling guard tells the Job it guards from the one a replacement de
 STOPPED = "minicluster.flux-framework.org/stopped"
 """The annotation the scheduling guard puts on the Job it stops (with activeDeadlineSeconds): why. A
 guard that meets a Job so marked knows it for one a replacement deletes first, never its own."""
+RERUN = "minicluster.flux-framework.org/rerun"
+"""The annotation on the broker pods of a Job run again (`rerun`, when set): its number. The pod
+template changes with it, and a Job's pod template cannot change in place: the Job is replaced."""
 SKIP_AWAIT = "pulumi.com/skipAwait"
 """pulumi-kubernetes takes the object as ready once created."""
 AWAIT_TIMEOUT = "pulumi.com/timeoutSeconds"

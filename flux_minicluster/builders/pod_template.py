@@ -13,7 +13,7 @@ from flux_minicluster.builders.files import (
     script,
     secret_run_files,
 )
-from flux_minicluster.builders.names import BROKER_CONTAINER, labels
+from flux_minicluster.builders.names import BROKER_CONTAINER, RERUN, labels
 from flux_minicluster.config import lifecycle, paths
 from flux_minicluster.config.settings import ContainerSettings
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -58,7 +58,8 @@ def broker_pod(
         template_spec["initContainers"] = init
     pod_security.secure(spec, template_spec)
     metadata: Manifest = {"labels": {**pod.labels, **labels(spec, "broker")}}
-    annotations = {**monitoring.scrape_annotations(spec), **pod.annotations}
+    rerun = {RERUN: str(spec.rerun)} if spec.rerun else {}  # none at 0: an older stack's Job stays
+    annotations = {**monitoring.scrape_annotations(spec), **pod.annotations, **rerun}
     if annotations:
         metadata["annotations"] = annotations
     gang.mark(spec, metadata, pod_group)

@@ -9,7 +9,8 @@ from typing import Any
 
 from flux_minicluster.config import rules
 from flux_minicluster.config.problem import Problem
-from flux_minicluster.config.spec import MiniClusterSpec, gpu_names
+from flux_minicluster.config.rules import gpu_names
+from flux_minicluster.config.spec import MiniClusterSpec
 
 Found = Iterator[Problem]
 

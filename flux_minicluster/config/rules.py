@@ -161,6 +161,12 @@ def extended_resource(name: str) -> bool:
     return "/" in name and not name.split("/", 1)[0].endswith("kubernetes.io")
 
 
+def gpu_names(amounts: Mapping[str, object]) -> list[str]:
+    """The GPU resources among requests or limits: by Kubernetes device plugins' convention, the
+    extended resources named <vendor>/gpu."""
+    return sorted(name for name in amounts if extended_resource(name) and name.endswith("/gpu"))
+
+
 def extended_resource_name(value: str) -> str:
     """A name the API server takes for an extended resource (a device plugin's): domain/name, the
     domain not Kubernetes' own, and no `requests.` prefix (that is a quota's spelling)."""

@@ -7,7 +7,6 @@ error messages, in config/loader.py.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Literal
 
 from pydantic import Field
@@ -145,6 +144,9 @@ class MiniClusterSpec(ContainerSettings):
     waiting out keygenTimeout or jobTimeout. The keeper's pod may take as long to run."""
     certificate_rotation: int = Field(0, ge=0)
     """Change this number to make a new keypair (the Job is then replaced)."""
+    rerun: int = Field(0, ge=0)
+    """Change this number to run the Job again as it is: a new Job, whose command runs from the start
+    (after a failure, say). A persistent instance starts anew (a stateVolume keeps its queue)."""
     curve_certificate: CurveCertificate | None = None
     """Your own zcert certificate text, set with `pulumi config set --secret` (in plain text it is
     refused): no keygen at all."""
@@ -270,7 +272,7 @@ class MiniClusterSpec(ContainerSettings):
     def gpu_resource_name(self) -> str:
         if self.gpu_resource is not None:
             return self.gpu_resource
-        return next(iter(gpu_names(self.resources.limits)), DEFAULT_GPU_RESOURCE)
+        return next(iter(rules.gpu_names(self.resources.limits)), DEFAULT_GPU_RESOURCE)
 
     @property
     def broker_gpus(self) -> int:
@@ -297,9 +299,3 @@ class MiniClusterSpec(ContainerSettings):
     def command_lines(self) -> list[str]:
         """For batch mode: one command per non-blank line."""
         return [line.strip() for line in (self.command or "").splitlines() if line.strip()]
-
-
-def gpu_names(amounts: Mapping[str, object]) -> list[str]:
-    """The GPU resources among requests or limits: by Kubernetes device plugins' convention, the
-    extended resources named <vendor>/gpu."""
-    return sorted(name for name in amounts if rules.extended_resource(name) and name.endswith("/gpu"))

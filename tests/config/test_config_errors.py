@@ -69,6 +69,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("backoff-negative", {"backoffLimit": -1}, "minicluster:backoffLimit: Input should be greater than or equal to 0"),
     ("worker-retries-zero", {"workerRetries": 0}, "minicluster:workerRetries: Input should be greater than or equal to 1"),
     ("rotation-negative", {"certificateRotation": -1}, "minicluster:certificateRotation: Input should be greater than or equal to 0"),
+    ("rerun-negative", {"rerun": -1}, "minicluster:rerun: Input should be greater than or equal to 0"),
     ("submit-flags-not-list", {"submitFlags": "--exclusive"}, "minicluster:submitFlags: Input should be a valid list"),
     ("submit-flags-empty-item", {"submitFlags": ["", "-x"]}, "minicluster:submitFlags: each item must be a non-empty, single-line argument"),
     ("flux-path-space", {"fluxPath": "my flux"}, "minicluster:fluxPath: must be a command name or absolute path"),

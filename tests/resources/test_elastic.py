@@ -13,35 +13,13 @@ from typing import Any
 import pytest
 
 from tests.conftest import config
-from tests.harness import Deployment, await_annotations, deploy, deploy_rejected
+from tests.harness import await_annotations, deploy, deploy_rejected
 from tests.plain import plain
+from tests.resources.changes import changes, not_ignored
 
 JOB = "kubernetes:batch/v1:Job"
 SCALE = "pulumi-python:dynamic/minicluster:Scale"
 ELASTIC = {"command": None, "size": 4, "maxSize": 8}
-
-
-def changed_paths(old: Any, new: Any, path: str = "") -> list[str]:
-    """The property paths whose values differ, as ignoreChanges spells them."""
-    if isinstance(old, dict) and isinstance(new, dict):
-        keys = sorted(set(old) | set(new))
-        return [p for key in keys for p in changed_paths(old.get(key), new.get(key), f"{path}.{key}".lstrip("."))]
-    return [] if old == new else [path]
-
-
-def changes(before: Deployment, after: Deployment) -> dict[str, list[str]]:
-    """Resource name -> the input paths that changed (resources in both deployments)."""
-    old = {r.name: plain(r.inputs) for r in before.resources}
-    return {
-        r.name: paths
-        for r in after.resources
-        if r.name in old and (paths := changed_paths(old[r.name], plain(r.inputs)))
-    }
-
-
-def not_ignored(deployment: Deployment, name: str, paths: list[str]) -> list[str]:
-    ignored = deployment.options[name]["ignoreChanges"]
-    return [path for path in paths if not any(path == i or path.startswith(f"{i}.") for i in ignored)]
 
 
 @pytest.mark.parametrize(

@@ -1,13 +1,15 @@
 """A MiniCluster whose pods fail, under a real `pulumi up` on the real node: `pulumi up`'s error carries
 the end of the failed container's log (its termination message, FallbackToLogsOnError, which
 pulumi-kubernetes shows), so that the user sees why without `kubectl logs`: "hostnme: not found", not
-only `Container "flux-broker" completed with exit code 3`."""
+only `Container "flux-broker" completed with exit code 3`. A failed Job is not run again by a `pulumi up`
+with nothing changed; `rerun` runs it again as it is."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
+from kubernetes import client
 
 from tests.harness import example
 from tests.realengine.node.stacks import StackOnRealNode
@@ -39,3 +41,27 @@ def test_a_failed_command_is_told_in_pulumi_ups_error_with_its_output_and_status
     assert "minicluster[rank 0]: exiting with status 3" in failed.stdout
     cluster.stack.destroy()
     assert cluster.left() == {}
+
+
+def test_a_failed_job_runs_again_as_it_is_when_rerun_changes(
+    stack_on_real_node: Callable[..., StackOnRealNode], admin: client.ApiClient, namespace: str
+) -> None:
+    """What failed it is fixed outside the stack config: here, the input the init hook reads."""
+    core = client.CoreV1Api(admin)
+    core.create_namespaced_config_map(namespace, client.V1ConfigMap(metadata=client.V1ObjectMeta(name="input"),
+                                                                     data={"ready": "no"}))  # fmt: skip
+    hooks = {"init": "grep -q yes /input/ready || { echo 'the input is not ready' >&2; exit 4; }"}
+    volumes = {"input": {"path": "/input", "configMap": "input"}}
+    settings = {"size": 2, "tasks": 2, "hooks": hooks, "volumes": volumes, "logging": {"strict": True}}
+    cluster = stack_on_real_node("dev", **{**example("dev"), **settings})
+    assert "the input is not ready" in cluster.stack.up(check=False).stdout
+    failed = cluster.job().metadata.uid
+    core.patch_namespaced_config_map("input", namespace, {"data": {"ready": "yes"}})
+    assert cluster.stack.up(check=False).returncode != 0  # nothing changed: the same failed Job
+    assert cluster.job().metadata.uid == failed
+    cluster.stack.configure({**cluster.stack.config, "rerun": 1})
+    cluster.stack.up()
+    assert cluster.job().metadata.uid != failed
+    assert cluster.condition("Complete") == "True"
+    cluster.stack.destroy()
+    assert cluster.left() == {"configmaps": ["input"]}  # the test's own
