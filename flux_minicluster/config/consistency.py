@@ -11,6 +11,13 @@ from flux_minicluster.config.problem import Problem
 from flux_minicluster.config.rules import DNS_LABEL_MAX, DNS_NAME_MAX
 from flux_minicluster.config.spec import RESERVED_CONTAINERS, MiniClusterSpec
 
+PIN = "pin every pod to one node (minicluster:pod.nodeSelector kubernetes.io/hostname)"
+"""What lets a volume that mounts on one node only serve every pod."""
+
+
+def pinned_to_one_node(spec: MiniClusterSpec) -> bool:
+    return "kubernetes.io/hostname" in spec.pod.node_selector
+
 
 def problems(spec: MiniClusterSpec) -> list[Problem]:
     return [problem for rule in RULES for problem in rule(spec)]
@@ -159,19 +166,18 @@ def _state_volume(spec: MiniClusterSpec) -> Iterator[Problem]:
             "nothing to keep: unset one of them",
         )
         return
-    one_node = spec.largest_size == 1 or "kubernetes.io/hostname" in spec.pod.node_selector
-    pin = "pin every pod to one node (minicluster:pod.nodeSelector kubernetes.io/hostname)"
+    one_node = spec.largest_size == 1 or pinned_to_one_node(spec)
     if volume.host_path is not None and not one_node:
         yield Problem(
             "stateVolume.hostPath",
             "minicluster:stateVolume.hostPath is a different directory on each node, and a rank 0 replaced "
-            f"on another node would not find its state: use claimName, or {pin}",
+            f"on another node would not find its state: use claimName, or {PIN}",
         )
     elif volume.access_mode == "ReadWriteOnce" and not one_node:
         yield Problem(
             "stateVolume.accessMode",
             "minicluster:stateVolume: a ReadWriteOnce claim mounts on one node only and every pod mounts it, "
-            f"while the pods spread over nodes: use a ReadWriteMany claim, or {pin}",
+            f"while the pods spread over nodes: use a ReadWriteMany claim, or {PIN}",
         )
     elif one_node and spec.pod.one_pod_per_node and spec.largest_size > 1:
         yield Problem(

@@ -8,7 +8,8 @@ jobTimeout (an hour by default), where pulumi-kubernetes says no more than that 
 not ready (the real node); a Secret key that is missing holds the container in
 CreateContainerConfigError; a missing claim leaves the pods unschedulable. So the admission check
 reads each object once (a GET, beside the dry runs) before anything is created. Of a Secret it
-reads only its type and which keys it has.
+reads only its type and which keys it has; of a claim, its access modes: one that mounts on one node
+(or in one pod) only, which every broker pod mounts, is a warning.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 
 from flux_minicluster.builders.files import RESTFUL_API_KEYS
 from flux_minicluster.cluster import api_calls, kube
+from flux_minicluster.config import consistency
+from flux_minicluster.config.consistency import PIN
 from flux_minicluster.config.settings import SecretKey
 from flux_minicluster.config.spec import MiniClusterSpec
 
@@ -38,6 +41,33 @@ scheduleTimeout. The dry run of a sample pod gets it at once, with no right to r
 
 
 @dataclass(frozen=True)
+class Sharing:
+    """A claim that every broker pod mounts: `pods` of them at most (maxSize), pinned to one node or not."""
+
+    pods: int
+    one_node: bool
+    read_only: bool
+
+    def doubt(self, named: str, found: Any) -> str:
+        """A claim of one node's (ReadWriteOnce) or one pod's (ReadWriteOncePod) that the pods cannot all
+        use: the scheduler places only one pod with a ReadWriteOncePod claim, and a ReadWriteOnce volume
+        attaches to one node, so a pod placed on another waits (a Multi-Attach error), or the volume's own
+        node affinity holds them all to its node. Its access modes as bound, else as asked for."""
+        modes = set((found.status.access_modes if found.status else None) or found.spec.access_modes or [])
+        if self.pods == 1 or "ReadWriteMany" in modes or (self.read_only and "ReadOnlyMany" in modes):
+            return ""
+        every = f"and every broker pod ({self.pods}) mounts it"
+        if "ReadWriteOncePod" in modes:
+            return f"{named} is ReadWriteOncePod: one pod alone may use it, {every}; use a ReadWriteMany claim"
+        if "ReadWriteOnce" not in modes or self.one_node:
+            return ""
+        return (
+            f"{named} is ReadWriteOnce: it mounts on one node only, {every}, so they run on that node alone (one "
+            f"placed on another waits with a Multi-Attach error); use a ReadWriteMany claim, or {PIN}"
+        )
+
+
+@dataclass(frozen=True)
 class Reference:
     """An object of the namespace that a pod names, the config key that names it, and the key of its
     data that a container reads (None: the whole object, a volume)."""
@@ -53,6 +83,8 @@ class Reference:
     """The types of Secret the pods can use it as; () for any. The kubelet pulls only with a Secret of a
     registry's type (PULL_SECRET_TYPES), and passes over any other without a word: a generic Secret that
     holds a .dockerconfigjson is the usual slip."""
+    shared: Sharing | None = None
+    """A claim: how the pods share it."""
 
     def path(self, namespace: str) -> str:
         return api_calls.path("v1", PLURALS[self.kind], namespace, self.name)
@@ -72,6 +104,14 @@ class Reference:
             )
         return ""
 
+    def doubt(self, found: Any) -> str:
+        """What may keep some pods from starting with it, as `found` (a View) shows; "" if nothing."""
+        return (
+            ""
+            if self.shared is None
+            else self.shared.doubt(f"the {self.kind} {self.name!r} that {self.key} names", found)
+        )
+
     def unread(self, namespace: str, error: Exception) -> str:
         """Why it could not be looked for (no right to read it, say): a warning, not a refusal."""
         doing = f"looking for the {self.kind} {self.name!r} that {self.key} names"
@@ -85,10 +125,12 @@ def references(spec: MiniClusterSpec) -> list[Reference]:
         for kind, source, field in (("Secret", volume.secret, "secret"), ("ConfigMap", volume.config_map, "configMap"),
                                     ("PersistentVolumeClaim", volume.claim_name, "claimName")):  # fmt: skip
             if source is not None:
-                found.append(Reference(kind, source, f"minicluster:volumes.{name}.{field}"))
+                shared = sharing(spec, volume.read_only) if kind == "PersistentVolumeClaim" else None
+                found.append(Reference(kind, source, f"minicluster:volumes.{name}.{field}", shared=shared))
     state = spec.state_volume
     if state is not None and state.claim_name is not None:
-        found.append(Reference("PersistentVolumeClaim", state.claim_name, "minicluster:stateVolume.claimName"))
+        key = "minicluster:stateVolume.claimName"
+        found.append(Reference("PersistentVolumeClaim", state.claim_name, key, shared=sharing(spec, False)))
     found += _secret_keys("minicluster:environmentFromSecrets", spec.environment_from_secrets)
     found += [Reference("Secret", name, "minicluster:pod.imagePullSecrets", needed=False, types=PULL_SECRET_TYPES)
               for name in spec.pod.image_pull_secrets]  # fmt: skip
@@ -101,6 +143,10 @@ def references(spec: MiniClusterSpec) -> list[Reference]:
         found += [Reference("Secret", api.secret_name, "minicluster:restfulApi.secretName", key)
                   for key in RESTFUL_API_KEYS.values()]  # fmt: skip
     return found
+
+
+def sharing(spec: MiniClusterSpec, read_only: bool) -> Sharing:
+    return Sharing(spec.largest_size, consistency.pinned_to_one_node(spec), read_only)
 
 
 def _secret_keys(key: str, variables: dict[str, SecretKey]) -> list[Reference]:
@@ -118,6 +164,8 @@ def judged(namespace: str, named: list[Reference], answers: dict[str, Any]) -> t
             warnings[reference.unread(namespace, answer)] = None
         elif problem := reference.problem(namespace, answer):
             (problems if reference.needed else warnings)[problem] = None
+        elif answer is not None and (doubt := reference.doubt(answer)):
+            warnings[doubt] = None
     return list(problems), list(warnings)
 
 
