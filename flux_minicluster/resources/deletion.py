@@ -12,7 +12,13 @@ import pulumi
 from pulumi.dynamic import CreateResult, UpdateResult
 from pydantic import Field
 
-from flux_minicluster.resources.wire import ClusterInputs, WireProvider, WireResource, failing_as
+from flux_minicluster.resources.wire import (
+    ClusterInputs,
+    WireProvider,
+    WireResource,
+    dropped_when_unreachable,
+    failing_as,
+)
 
 IDENTITY = ("completionMode", "successPolicy", "podFailurePolicy", "template")
 """The Job's fields that Kubernetes does not let change: a change of one is a new Job."""
@@ -45,7 +51,12 @@ class JobDeletionProvider(WireProvider):
 
         inputs = DeletionInputs.from_wire(props)
         with failing_as(f"waiting for the Job {inputs.namespace}/{inputs.job} to be gone", deletion.StillThere):
-            deletion.wait_until_gone(inputs.api_client(), inputs.namespace, inputs.job, inputs.selector, inputs.timeout)
+            try:
+                api_client = inputs.api_client()
+                deletion.wait_until_gone(api_client, inputs.namespace, inputs.job, inputs.selector, inputs.timeout)
+            except Exception as error:
+                if not dropped_when_unreachable(error):
+                    raise
 
 
 def identity(job_manifest: Any) -> pulumi.Output[str]:

@@ -22,7 +22,13 @@ import pulumi
 from pulumi.dynamic import CreateResult, ReadResult, UpdateResult
 from pydantic import Field
 
-from flux_minicluster.resources.wire import ClusterInputs, WireProvider, WireResource, failing_as
+from flux_minicluster.resources.wire import (
+    ClusterInputs,
+    WireProvider,
+    WireResource,
+    dropped_when_unreachable,
+    failing_as,
+)
 
 
 class ScaleInputs(ClusterInputs):
@@ -69,6 +75,8 @@ class ScaleProvider(WireProvider):
         try:
             size = scale.live_size(inputs.api_client(), inputs.namespace, inputs.job)
         except Exception as error:
+            if dropped_when_unreachable(error):
+                return ReadResult(None, props)
             if not isinstance(error, kube.NoCluster) and kube.problem(error).kind == "not-found":
                 return ReadResult(id_, props)
             raise kube.failure("reading the Job's size", error) from None

@@ -21,7 +21,13 @@ from pulumi.dynamic import (
 from pydantic import Field
 
 from flux_minicluster.builders.names import REVISION, with_annotation
-from flux_minicluster.resources.wire import ClusterInputs, WireProvider, WireResource, failing_as
+from flux_minicluster.resources.wire import (
+    ClusterInputs,
+    WireProvider,
+    WireResource,
+    dropped_when_unreachable,
+    failing_as,
+)
 
 
 class GuardInputs(ClusterInputs):
@@ -73,6 +79,8 @@ class SchedulingGuardProvider(WireProvider):
         try:
             found = api_calls.existing(inputs.api_client(), api_calls.jobs(inputs.namespace, inputs.job))
         except Exception as error:
+            if dropped_when_unreachable(error):
+                return ReadResult(None, props)
             raise kube.failure("reading the guarded Job", error) from None
         return ReadResult(id_ if found is not None else None, props)
 

@@ -5,6 +5,7 @@ the rest."""
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -173,3 +174,20 @@ def failing_as(doing: str, *saying: type[Exception]) -> Iterator[None]:
         raise
     except Exception as error:
         raise kube.failure(doing, error) from None
+
+
+DELETE_UNREACHABLE = "PULUMI_K8S_DELETE_UNREACHABLE"
+"""pulumi-kubernetes's way out of a stack whose cluster is gone, which its errors name: set to "true",
+it drops from the state each object it cannot reach, at a refresh or a destroy. The MiniCluster's own
+resources that talk to the cluster then do the same, or `pulumi destroy` would stop at them."""
+
+
+def dropped_when_unreachable(error: BaseException) -> bool:
+    """Whether a request that failed with `error` leaves the resource to be dropped from the state: the
+    cluster cannot be reached (no kubeconfig context for it, or no answer), and DELETE_UNREACHABLE is
+    "true", as pulumi-kubernetes reads it."""
+    from flux_minicluster.cluster import kube
+
+    if os.environ.get(DELETE_UNREACHABLE) != "true":
+        return False
+    return isinstance(error, kube.NoCluster) or kube.problem(error).unreachable
