@@ -165,7 +165,7 @@ def _api_problem(error: Exception, namespace: str, doing: str, needs: str = NEED
             f"namespace {namespace!r} does not exist: create it (kubectl create namespace {namespace}) "
             "or set minicluster:namespace"
         )
-    return kube.describe(found, doing=doing, namespace=namespace, needs=needs, context="the kubernetes:context setting")
+    return kube.describe(found, doing=doing, namespace=namespace, needs=needs)
 
 
 def _certificate_by_exec(run: _Run, name: str, container: str, image: str, timeout: float) -> CurveCertificate:

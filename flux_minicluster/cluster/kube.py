@@ -61,6 +61,10 @@ def by_policy(found: ApiProblem) -> bool:
     return POD_SECURITY in found.detail or bool(_WEBHOOK_DENIAL.search(found.detail))
 
 
+STACK_CLUSTER = "the stack's kubernetes:context and kubernetes:kubeconfig settings"
+"""Where a stack picks its cluster, as pulumi-kubernetes reads it (else the current context)."""
+
+
 def describe(
     found: ApiProblem, *, doing: str, namespace: str = "", needs: str = "", context: str = "", host: str = ""
 ) -> str:
@@ -72,7 +76,7 @@ def describe(
         return f"an admission policy{where} refuses it ({said}) while {doing}"
     if found.kind == "unreachable":
         at = f" at {host}" if host else ""
-        check = f"check `kubectl cluster-info` and {context or 'the kubernetes:context setting'}"
+        check = f"check `kubectl cluster-info` and {context or STACK_CLUSTER}"
         return f"cannot reach the Kubernetes cluster{at} ({said}) while {doing}; {check}"
     if found.kind == "server-error":
         return f"the Kubernetes API server failed ({said}) while {doing}"

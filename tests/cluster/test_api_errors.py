@@ -29,6 +29,15 @@ def test_each_kind_has_one_wording(kind: kube.Kind, status: int | None, expected
     assert kube.describe(found, **DOING, host="https://k:6443" if kind == "unreachable" else "") == expected
 
 
+def test_a_stacks_request_points_at_the_stack_settings_that_pick_its_cluster() -> None:
+    """A stack picks its cluster by kubernetes:context, or by a kubeconfig of its own (a file, or text)."""
+    found = kube.ApiProblem("unreachable", None, "Connection refused")
+    assert kube.describe(found, doing="sending the Job as a dry run") == (
+        "cannot reach the Kubernetes cluster (Connection refused) while sending the Job as a dry run; check "
+        "`kubectl cluster-info` and the stack's kubernetes:context and kubernetes:kubeconfig settings"
+    )
+
+
 def test_a_provider_failure_is_the_same_words_for_what_it_was_doing() -> None:
     error = kube.NoCluster("no kubeconfig")
     assert str(kube.failure("reading the Job's size", error)) == (

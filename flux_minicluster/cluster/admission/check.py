@@ -77,7 +77,6 @@ def check(spec: MiniClusterSpec, access: kube.Access, owner: str, *, preview: bo
         said = kube.describe(
             kube.problem(error), doing="reading the cluster's room", namespace=spec.namespace,
             needs="list on nodes, pods and resourcequotas, and create on pods (a dry run)",
-            context="the kubernetes:context setting",
         )  # fmt: skip
         return Verdict(warnings=[*warnings, f"admission check skipped: {said}"])
     if snapshot.unseen:

@@ -173,7 +173,7 @@ def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterS
     if found.kind == "rejected" or (found.kind == "denied" and RBAC_DENIAL not in found.detail):
         return f"{what}: {found.detail}"
     needs = "create (a dry run) on what the MiniCluster creates"
-    said = kube.describe(found, doing=f"a dry run of {what}", namespace=spec.namespace, needs=needs)
+    said = kube.describe(found, doing=f"sending {what} as a dry run", namespace=spec.namespace, needs=needs)
     raise Skipped(said, unreachable=found.kind == "unreachable")
 
 
