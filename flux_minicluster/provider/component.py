@@ -19,7 +19,7 @@ from flux_minicluster.config.outputs import COMPONENT, OUTPUTS
 from flux_minicluster.provider.inputs import resolve
 from flux_minicluster.provider.schema import package_schema, version
 from flux_minicluster.resources.minicluster import MiniCluster, MiniClusterArgs
-from flux_minicluster.resources.program import checked_spec, stack_access
+from flux_minicluster.resources.program import RENDERING, checked_spec, not_rendered, stack_access
 from flux_minicluster.resources.wire import plain
 
 
@@ -82,8 +82,12 @@ async def _access(options: pulumi.ResourceOptions | None) -> kube.Access | None:
         return None
     found = await pulumi.runtime.invoke_async("pulumi:pulumi:getResource", {"urn": urn})
     settings = plain((found or {}).get("state") or {})
-    if any(isinstance(settings.get(key), Unknown) or settings.get(key) == rpc.UNKNOWN for key in PROVIDER_SETTINGS):
+    if any(
+        isinstance(settings.get(key), Unknown) or settings.get(key) == rpc.UNKNOWN
+        for key in (*PROVIDER_SETTINGS, RENDERING)
+    ):
         return None
+    not_rendered(f"{RENDERING} of the Kubernetes provider {str(urn).split('::')[-1]!r}", settings.get(RENDERING))
     if settings.get("cluster"):
         raise pulumi.RunError(
             f"the Kubernetes provider {str(urn).split('::')[-1]!r} names a kubeconfig cluster (`cluster`), which the "

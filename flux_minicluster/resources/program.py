@@ -40,7 +40,25 @@ def stack_access() -> kube.Access:
     """The cluster the stack's default Kubernetes provider is given: its `kubernetes:context` and
     `kubernetes:kubeconfig` settings (a secret one too: the provider takes it so)."""
     config = stack_config()
+    not_rendered(f"kubernetes:{RENDERING}", config.get(f"kubernetes:{RENDERING}"))
     return kube.Access(config.get("kubernetes:context"), config.get("kubernetes:kubeconfig"))
+
+
+RENDERING = "renderYamlToDirectory"
+"""The Kubernetes provider's setting that writes each object to a file instead of creating it."""
+
+
+def not_rendered(setting: str, directory: Any) -> None:
+    """Refuses a Kubernetes provider that renders YAML (`setting` names where it is set). It would make
+    none of the objects, while the MiniCluster itself talks to the cluster: the keygen pod ran there, and
+    the scheduling guard waited for a Job that never came, then failed as if its create had."""
+    if directory:
+        raise pulumi.RunError(
+            f"{setting} is set ({directory}): the Kubernetes provider would write the MiniCluster's objects to files "
+            "and create none, while the MiniCluster itself works in the cluster (the keygen pod, the admission "
+            "check, the waits for its pods). Render its objects with this project's scripts/render.py (`--stack "
+            f"{pulumi.get_stack()}`) instead, or unset {setting} to deploy it. Nothing was created."
+        )
 
 
 def stack_config() -> dict[str, Any]:

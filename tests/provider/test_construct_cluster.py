@@ -70,3 +70,10 @@ def test_a_provider_that_names_a_kubeconfig_cluster_is_refused_before_anything_i
     assert built.error is not None
     assert "the Kubernetes provider 'cluster' names a kubeconfig cluster (`cluster`)" in built.error
     assert [r.typ for r in built.deployment.resources] == ["pulumi:providers:kubernetes"]
+
+
+def test_a_provider_that_renders_yaml_is_refused_before_anything_is_declared() -> None:
+    built = construct(config(admission="off"), kubernetes={"kubeconfig": KUBECONFIG, "renderYamlToDirectory": "out"})
+    assert built.error is not None
+    assert "renderYamlToDirectory of the Kubernetes provider 'cluster' is set (out): the Kubernetes" in built.error
+    assert [r.typ for r in built.deployment.resources] == ["pulumi:providers:kubernetes"]

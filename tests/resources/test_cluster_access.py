@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.conftest import config
-from tests.harness import deploy
+from tests.harness import deploy, deploy_rejected
 from tests.plain import is_secret, plain
 
 DYNAMIC = "pulumi-python:dynamic/minicluster:"
@@ -57,3 +57,16 @@ def test_the_context_setting_reaches_every_resource_that_talks_to_the_cluster() 
 def test_without_the_setting_no_resource_carries_a_kubeconfig_so_an_older_stack_sees_no_change() -> None:
     deployment = deploy(with_kubeconfig())
     assert [r.typ for r in deployment.resources if "kubeconfig" in r.inputs] == []
+
+
+def test_a_provider_that_renders_yaml_is_refused_before_anything_is_declared() -> None:
+    """It creates no object, while the keygen pod would run in the cluster and the guard wait for a Job
+    that never comes (seen under a real `pulumi up`)."""
+    message, deployment = deploy_rejected(with_kubeconfig(**{"kubernetes:renderYamlToDirectory": "out"}))
+    assert message == (
+        "kubernetes:renderYamlToDirectory is set (out): the Kubernetes provider would write the MiniCluster's objects "
+        "to files and create none, while the MiniCluster itself works in the cluster (the keygen pod, the admission "
+        "check, the waits for its pods). Render its objects with this project's scripts/render.py (`--stack dev`) "
+        "instead, or unset kubernetes:renderYamlToDirectory to deploy it. Nothing was created."
+    )
+    assert deployment.resources == []
