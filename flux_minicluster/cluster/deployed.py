@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
+from flux_minicluster.builders.keeper import COMPONENT as KEEPER
 from flux_minicluster.builders.manifests import BROKER_CONTAINER, labels
 from flux_minicluster.cluster import api_calls, flux_view, kube, objects
 from flux_minicluster.cluster.status import live_size, without_pods
@@ -125,6 +126,17 @@ class Cluster:
         if not found and self.job_seen:
             self.job()
         return sorted(found, key=lambda pod: (objects.pod_rank(pod), pod.metadata.creation_timestamp or datetime.min))
+
+    def keeper_pods(self) -> list[Any]:
+        """The keeper's pods (keeper.enabled): one, or two while its Deployment replaces one."""
+        selector = objects.label_selector(labels(self.spec, KEEPER))
+        return list(
+            self.call(
+                lambda: self.core.list_namespaced_pod(
+                    self.spec.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT
+                )
+            ).items
+        )
 
     def events(self) -> list[Any]:
         """The namespace's events (to say why pods were replaced); none if they may not be read."""

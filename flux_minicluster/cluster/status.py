@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from flux_minicluster.builders.names import BROKER_CONTAINER, STOPPED
+from flux_minicluster.builders.names import BROKER_CONTAINER, KEEPER_CONTAINER, STOPPED
 from flux_minicluster.cluster import objects
 from flux_minicluster.config import rules, sizing
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -35,17 +35,18 @@ class PodState:
         return f"{self.label} ({self.detail})" if self.detail else self.label
 
 
-def pod_state(pod: Any) -> PodState:
+def pod_state(pod: Any, container: str = BROKER_CONTAINER) -> PodState:
+    """The pod's state by its `container` (the Flux broker's, unless told)."""
     status = pod.status
     if status.phase in ("Succeeded", "Failed"):
-        code = _exit_code(pod)
+        code = objects.exit_code(_container_status(pod, container))
         detail = f"exit {code}" if code is not None else (status.reason or "")
         return PodState(status.phase, detail, has_log=pod.spec.node_name is not None, finished=True)
     if pod.metadata.deletion_timestamp is not None:
         return PodState("Terminating", has_log=True)
     if not pod.spec.node_name:
         return PodState("Pending", objects.not_scheduled(pod.status) or "waiting for the scheduler")
-    broker = _broker_status(pod)
+    broker = _container_status(pod, container)
     if broker is None or broker.state is None:
         return PodState("PodInitializing", _init_waiting(pod))
     if broker.state.running is not None:
@@ -58,12 +59,8 @@ def pod_state(pod: Any) -> PodState:
     return PodState(status.phase or "Unknown", has_log=True)
 
 
-def _broker_status(pod: Any) -> Any:
-    return next((s for s in pod.status.container_statuses or [] if s.name == BROKER_CONTAINER), None)
-
-
-def _exit_code(pod: Any) -> int | None:
-    return objects.exit_code(_broker_status(pod))
+def _container_status(pod: Any, container: str) -> Any:
+    return next((s for s in pod.status.container_statuses or [] if s.name == container), None)
 
 
 def _init_waiting(pod: Any) -> str:
@@ -236,6 +233,17 @@ def status_rows(
         ("failed indexes", job.status.failed_indexes or "none"),
         ("age", age(job.metadata.creation_timestamp, now)),
     ]
+
+
+def keeper_row(pods: Sequence[Any], now: datetime, deployment: str) -> str:
+    """The keeper's pod (keeper.enabled), the newest while its Deployment replaces one: its state, as a
+    broker pod's is said. Not running, it replaces no lost pod: the Job controller does, after its back-off."""
+    if not pods:
+        return f"no pod (`kubectl describe deployment {deployment}` says why); lost pods wait for the Job controller"
+    pod = max(pods, key=lambda found: found.metadata.creation_timestamp or now)
+    state = pod_state(pod, KEEPER_CONTAINER)
+    said = f"{state}, {restarts(pod)} restarts, age {age(pod.metadata.creation_timestamp, now)}"
+    return said if state.running else f"{said}; lost pods wait for the Job controller"
 
 
 @dataclass(frozen=True)

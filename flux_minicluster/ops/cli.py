@@ -2,7 +2,7 @@
 kubernetes:kubeconfig where they are in plain text; else the kubeconfig's current context).
 
     minicluster list   --stack dev      # pods: rank, state (with the reason), node, restarts, age
-    minicluster status --stack dev      # Job state, pods per phase, why pods wait, replacements
+    minicluster status --stack dev      # Job state, pods per phase, why pods wait, replacements, the keeper
     minicluster logs   --stack dev [--rank I | --all] [--follow]
     minicluster wait   --stack dev [--timeout S]   # live progress; exits with the Job's result
     minicluster exec   --stack dev [--rank I] -- flux resource list
@@ -27,6 +27,7 @@ from rich.live import Live
 from rich.table import Table
 
 from flux_minicluster.builders.manifests import LOCAL_URI
+from flux_minicluster.builders.names import keeper_name
 from flux_minicluster.cluster import kube, objects
 from flux_minicluster.cluster.deployed import (
     EXIT_FAILED,
@@ -40,7 +41,15 @@ from flux_minicluster.cluster.deployed import (
     Failure,
     note,
 )
-from flux_minicluster.cluster.status import SUCCEEDED, pod_rows, pod_state, progress, status_rows, without_pods
+from flux_minicluster.cluster.status import (
+    SUCCEEDED,
+    keeper_row,
+    pod_rows,
+    pod_state,
+    progress,
+    status_rows,
+    without_pods,
+)
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import stack_file
 from flux_minicluster.config.loader import ConfigError
@@ -64,10 +73,9 @@ def cmd_list(cluster: Cluster, console: Console) -> int:
 def cmd_status(cluster: Cluster, console: Console) -> int:
     job, pods = cluster.job(), cluster.pods()
     table = Table("", "", show_header=False, box=None, title=f"MiniCluster {cluster.spec.name}")
-    for key, value in [
-        *status_rows(job, pods, datetime.now(UTC), cluster.events(), cluster.spec),
-        *_flux(cluster, pods),
-    ]:
+    now, spec = datetime.now(UTC), cluster.spec
+    kept = [("keeper", keeper_row(cluster.keeper_pods(), now, keeper_name(spec)))] if spec.keeper.enabled else []
+    for key, value in [*status_rows(job, pods, now, cluster.events(), spec), *kept, *_flux(cluster, pods)]:
         table.add_row(key, value)
     console.print(table)
     return EXIT_OK

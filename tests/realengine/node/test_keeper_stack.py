@@ -42,6 +42,7 @@ def pods(cluster: StackOnRealNode, selector: str) -> list[Any]:
 def test_pulumi_up_returns_with_the_keeper_running_as_its_own_account(kept: StackOnRealNode) -> None:
     (keeper,) = pods(kept, "app.kubernetes.io/component=keeper")
     assert (keeper.status.phase, keeper.spec.service_account_name) == ("Running", "kept-keeper")
+    assert "keeper Running, 0 restarts" in " ".join(kept.stack.ops("status").split())  # as the ops tool says it
     brokers = pods(kept, "job-name=kept")
     assert {pod.spec.automount_service_account_token for pod in brokers} == {False}
 
