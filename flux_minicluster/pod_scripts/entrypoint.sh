@@ -219,11 +219,14 @@ start_rank0() {
   elif ((${#command[@]} == 0)); then
     log "persistent instance: no initial program; stop it with 'flux shutdown'"
     program=(-Sbroker.rc2_none=1)
+  elif [[ $MC_MODE == interactive || ${MC_SECRET_COMMAND:?} == true ]]; then
+    # Flux logs its initial program's words, and a failed pod's log tail is its termination message
+    # (in the pod's status, `pulumi up`'s error and Pulumi's state): a secret command runs from there.
+    program=(bash "$run_config/instance.sh")
   else
     case $MC_MODE in
       submit) program=("$flux" submit --watch "${layout[@]}" "${flags[@]}" "${command[@]}") ;;
       launcher) program=("${command[@]}") ;;
-      interactive) program=(bash "$run_config/instance.sh") ;;
       *) die "unknown MC_MODE '$MC_MODE'" ;;
     esac
   fi

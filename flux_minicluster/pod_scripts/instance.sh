@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Rank 0's initial program (`flux start ... bash instance.sh`) for what needs more than one command:
-# the batch job, the interactive command, the Flux RESTful API. It runs inside the instance, with the
-# entrypoint's environment (MC_RANK, MC_SIZE and FLUX_URI among it); flux start returns its status.
+# the batch job, the interactive command, the Flux RESTful API; and for a secret command, whose words
+# Flux would log as its initial program's. It runs inside the instance, with the entrypoint's
+# environment (MC_RANK, MC_SIZE and FLUX_URI among it); flux start returns its status.
 
 set -o pipefail
 if [[ ${MC_STRICT:?} == true ]]; then set -euo pipefail; fi
@@ -47,9 +48,21 @@ run_interactive() {
   while :; do sleep 3600; done
 }
 
+# A secret command (`pulumi config set --secret minicluster:command`) in submit or launcher mode: what
+# the entrypoint would give flux start, run from here, where nothing logs its words.
+run_secret_command() {
+  local -a command flags layout
+  read_lines command command.args
+  if [[ $MC_MODE == launcher ]]; then exec "${command[@]}"; fi
+  read_lines flags submit.flags
+  task_layout layout
+  exec "$flux" submit --watch "${layout[@]}" "${flags[@]}" "${command[@]}"
+}
+
 if [[ -n ${MC_RESTFUL_PORT?} ]]; then run_restful_api; fi
 case ${MC_MODE:?} in
   batch) run_batch ;;
   interactive) run_interactive ;;
-  *) die "instance.sh is for batch and interactive modes, not '$MC_MODE'" ;;
+  submit | launcher) run_secret_command ;;
+  *) die "instance.sh is for batch, interactive and secret commands, not mode '$MC_MODE'" ;;
 esac

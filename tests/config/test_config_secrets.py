@@ -9,7 +9,6 @@ top-level key, so every value under it is treated as secret.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -20,7 +19,6 @@ from flux_minicluster.config.loader import load_spec
 from tests.conftest import config
 from tests.harness import Deployment, deploy, deploy_rejected
 from tests.plain import is_secret, plain, without_secrets
-from tests.pods import Pods
 from tests.schemas import assert_conforms
 
 TOKEN = "s3cr3t-t0ken"
@@ -122,11 +120,6 @@ def test_a_secret_command_or_hook_goes_into_the_secret_mounted_beside_the_entryp
         },
     ]
     assert_nowhere_in_plain_text(deployment, TOKEN)
-
-
-def test_a_secret_command_still_reaches_the_broker(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, secret_keys=("command",), command=f"echo {TOKEN}")
-    assert pods.run(0).start[-2:] == ["echo", TOKEN]
 
 
 def test_the_pod_with_secret_files_conforms_to_kubernetes() -> None:

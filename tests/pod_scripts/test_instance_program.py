@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from flux_minicluster.builders import manifests, pod_template
 from flux_minicluster.builders.names import BROKER_CONTAINER
 from flux_minicluster.config import paths
@@ -88,6 +90,32 @@ def test_interactive_submits_the_command_then_keeps_the_instance_up(tmp_path: Pa
     assert run.subcommand("submit") == [["submit", "--watch", "-n1", "hostname"]]
     assert "the command exited with status 1" in run.stderr
     assert run.sleeps == ["sleep 3600"] * 3  # waited until terminated, as `flux shutdown` does
+
+
+# -- a secret command ------------------------------------------------------------------------------
+# Flux logs its initial program's words (`rc2.0: flux submit --watch ... Exited (rc=3)`), and a failed
+# pod's log tail is its termination message: in the pod's status, `pulumi up`'s error and Pulumi's state
+# (seen on the real engines with a secret command). So a secret command runs from instance.sh.
+
+
+@pytest.mark.parametrize("mode", ["submit", "launcher"])
+def test_rank0_gives_flux_start_instance_sh_for_a_secret_command(tmp_path: Path, mode: str) -> None:
+    pods = Pods(tmp_path, secret_keys=("command",), mode=mode, command="run --token s3cret")
+    start = pods.run(0).start
+    assert start == ["start", *broker_options(pods, 0), "bash", str(pods.run_dir / "instance.sh")]
+    assert "s3cret" not in " ".join(start)
+
+
+def test_instance_sh_submits_a_secret_command_as_submit_mode_does(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, secret_keys=("command",), command="run --token s3cret", tasks=8, submitFlags=["-x"])
+    run = in_instance(pods, STANDIN_EXITS_SUBMIT="3")
+    assert run.subcommand("submit") == [["submit", "--watch", "-N4", "-n8", "-x", "run", "--token", "s3cret"]]
+    assert run.status == 3  # the command's status, which flux start returns
+
+
+def test_instance_sh_runs_a_secret_launcher_command_itself(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, secret_keys=("command",), mode="launcher", command="flux run --token s3cret")
+    assert in_instance(pods).subcommand("run") == [["run", "--token", "s3cret"]]
 
 
 # -- RESTful API ----------------------------------------------------------------------------------

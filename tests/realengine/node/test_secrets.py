@@ -88,3 +88,21 @@ def test_a_secret_value_reaches_the_brokers_environment(stack_on_real_node: Call
     assert [cluster.exec(rank, "printenv", "API_TOKEN").strip() for rank in (0, 1)] == [token, token]
     (holder,) = holders(cluster, token)
     assert holder.startswith("Secret/interactive-config-secret-")
+
+
+@pytest.mark.realflux
+def test_a_secret_command_that_fails_is_in_no_error_pod_status_or_state(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    """Flux logs its initial program's words, and a failed pod's log tail becomes its termination message,
+    which `pulumi up`'s error shows and Pulumi's state keeps: the command line leaked through all three."""
+    token = f"tok-{secrets.token_hex(8)}"
+    cluster = stack_on_real_node("dev", **{**example("dev"), "size": 2, "tasks": 2, "command": None})
+    cluster.stack.set_secret("minicluster:command", f"sh -c 'echo the run failed; exit 3' {token}")
+    failed = cluster.stack.up(check=False)
+    assert failed.returncode != 0
+    assert "the run failed" in failed.stdout and "minicluster[rank 0]: exiting with status 3" in failed.stdout
+    assert token not in failed.stdout + failed.stderr
+    (holder,) = holders(cluster, token)
+    assert holder.startswith("Secret/dev-config-secret-")
+    assert token not in cluster.stack.state_text()
