@@ -28,6 +28,11 @@ def made_anew(core: client.CoreV1Api, namespace: str) -> None:
     wait_until(gone, f"namespace {namespace} to be gone", 120, poll=0.5)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
 
+    def account() -> bool:  # the controller makes it soon after; a pod is refused until then
+        return any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items)
+
+    wait_until(account, f"the default ServiceAccount of {namespace}", 60, poll=0.2)
+
 
 def test_pulumi_up_refresh_makes_again_what_was_deleted_outside_it(
     stack_on_real_node: Callable[..., StackOnRealNode], admin: client.ApiClient, namespace: str
