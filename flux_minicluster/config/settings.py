@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic.alias_generators import to_camel
 
 from flux_minicluster.config import affinity, kube_schema, rules
-from flux_minicluster.config.types import Dns1123Label, Image
+from flux_minicluster.config.types import Dns1123Label, Image, Text
 
 ImagePullPolicy = Literal["Always", "IfNotPresent", "Never"]
 EnvValue = str | int | float | bool
@@ -192,7 +192,7 @@ class Toleration(Model):
     """The taint key it tolerates; unset (with operator Exists): every taint."""
     operator: Literal["Equal", "Exists"] = "Equal"
     """Equal: the taint's value must be `value`; Exists: any value (then no `value`)."""
-    value: str | None = None
+    value: Text | None = None
     """The taint value, for operator Equal."""
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = None
     """The taint effect it tolerates; unset: every effect."""
@@ -216,11 +216,11 @@ class Toleration(Model):
 class Pod(Model):
     """Settings of every broker pod (names follow the flux-operator's `pod`)."""
 
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, Text] = Field(default_factory=dict)
     """Extra pod labels (app.kubernetes.io/* are the MiniCluster's own)."""
-    annotations: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, Text] = Field(default_factory=dict)
     """Pod annotations."""
-    node_selector: dict[str, str] = Field(default_factory=dict)
+    node_selector: dict[str, Text] = Field(default_factory=dict)
     """Schedule only on nodes with these labels."""
     tolerations: list[Toleration] = Field(default_factory=list)
     """Kubernetes tolerations (key, operator, value, effect, tolerationSeconds)."""

@@ -8,7 +8,7 @@ import re
 import tomllib
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, SecretStr
+from pydantic import AfterValidator, BeforeValidator, Field, SecretStr
 
 from flux_minicluster.config import paths, rules
 from flux_minicluster.config.certificate import CertificateError, parse
@@ -88,7 +88,14 @@ FluxDuration = Annotated[str, AfterValidator(rules.flux_duration)]
 """RFC 23 Flux Standard Duration: 5s, 500ms, 2m."""
 Seconds = Annotated[int, Field(ge=1, le=WEEK)]
 Port = Annotated[int, Field(ge=1, le=65535)]
-Labels = Annotated[dict[str, str], AfterValidator(rules.labels)]
+def _scalar_text(value: object) -> object:
+    return rules.text(value) if isinstance(value, bool | int | float) else value
+
+
+Text = Annotated[str, BeforeValidator(_scalar_text)]
+"""A label's, an annotation's or a taint's value: a YAML number or boolean (`count: 2`, `gpu: true`,
+and what `pulumi config set --path` stores for 2) as the text it reads as, as `environment` takes it."""
+Labels = Annotated[dict[str, Text], AfterValidator(rules.labels)]
 ExtendedResourceName = Annotated[str, AfterValidator(rules.extended_resource_name)]
 """A device plugin's resource, such as nvidia.com/gpu."""
 Quantities = Annotated[dict[str, str | int | float], AfterValidator(rules.quantities)]
