@@ -29,7 +29,13 @@ def made_anew(core: client.CoreV1Api, namespace: str) -> None:
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
 
     def account() -> bool:  # the controller makes it soon after; a pod is refused until then
-        return any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(namespace).items)
+        try:
+            core.read_namespaced_service_account("default", namespace)
+        except client.ApiException as error:
+            if error.status == 404:
+                return False
+            raise
+        return True
 
     wait_until(account, f"the default ServiceAccount of {namespace}", 60, poll=0.2)
 
