@@ -88,6 +88,8 @@ FluxDuration = Annotated[str, AfterValidator(rules.flux_duration)]
 """RFC 23 Flux Standard Duration: 5s, 500ms, 2m."""
 Seconds = Annotated[int, Field(ge=1, le=WEEK)]
 Port = Annotated[int, Field(ge=1, le=65535)]
+
+
 def _scalar_text(value: object) -> object:
     return rules.text(value) if isinstance(value, bool | int | float) else value
 
