@@ -1,6 +1,7 @@
 """A changed image on a persistent stack with a state volume, in real containers: `pulumi up` replaces
 the Job and the new Job's pods run in the new image. On real Flux (marked realflux): the new rank 0
-restarts the same instance from the state volume, so the jobs queued before the change run afterwards.
+restarts the same instance from the state volume, so the jobs queued before the change run afterwards;
+so do they after `rerun` is bumped, which replaces the Job as it is.
 The state volume is a hostPath in the test's own folder, the stack pinned to the node by its hostname
 label, as a stack with a node-local state volume is."""
 
@@ -66,16 +67,24 @@ def test_a_preview_of_the_replacement_shows_the_job_keeping_its_name(persistent:
 
 
 @pytest.mark.realflux
-def test_the_jobs_queued_before_a_new_image_run_afterwards(persistent: StackOnRealNode) -> None:
+@pytest.mark.parametrize("change", ["image", "rerun"])
+def test_the_jobs_queued_before_a_new_job_run_afterwards(persistent: StackOnRealNode, change: str) -> None:
+    """A new image, or `rerun` bumped (docs/how-it-works.md): the Job is replaced all the same."""
+
     def flux(*argv: str) -> str:
         return persistent.flux(0, *argv)
 
     flux("submit", "-N2", "sleep", "inf")  # holds every node: what comes next waits
     queued = [flux("submit", "-N1", "hostname").strip() for _ in range(3)]
     assert all(flux("jobs", "-no", "{state}", job).strip() == "SCHED" for job in queued)
-    new_image(persistent)
+    before = persistent.job().metadata.uid
+    persistent.stack.configure(
+        {**persistent.stack.config, **({"image": NEW_IMAGE} if change == "image" else {"rerun": 1})}
+    )
     persistent.stack.up()
-    wait_until(lambda: persistent.running(2) and images(persistent) == {NEW_IMAGE}, "the new Job's pods", 60, poll=0.2)
+    assert persistent.job().metadata.uid != before
+    wanted = {NEW_IMAGE} if change == "image" else {example("interactive")["image"]}
+    wait_until(lambda: persistent.running(2) and images(persistent) == wanted, "the new Job's pods", 60, poll=0.2)
     wait_until(lambda: all(flux("jobs", "-no", "{result}", job).strip() == "COMPLETED" for job in queued),
                "the queued jobs to run in the restarted instance", 60, poll=0.5)  # fmt: skip
 
