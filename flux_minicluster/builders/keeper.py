@@ -11,7 +11,6 @@ from typing import Any
 from flux_minicluster.builders import pod_security, pod_template
 from flux_minicluster.builders.files import script
 from flux_minicluster.builders.names import (
-    AWAIT_TIMEOUT,
     INDEX_LABEL,
     KEEPER_CONTAINER,
     REPLACES,
@@ -19,7 +18,6 @@ from flux_minicluster.builders.names import (
     keeper_scripts_name,
     labels,
     object_metadata,
-    with_annotation,
 )
 from flux_minicluster.builders.rbac import role_and_binding
 from flux_minicluster.config import paths
@@ -93,10 +91,10 @@ def pod_spec(spec: MiniClusterSpec, scripts_config: Any) -> Manifest:
 
 def deployment(spec: MiniClusterSpec, scripts_config: Any) -> Manifest:
     """One replica, and never two at once (Recreate): one keeper decides for the Job. pulumi-kubernetes
-    waits for its pod to run, and by default for 10 minutes when it cannot (an image it cannot pull,
-    say): it may take scheduleTimeout, as the Job's pods may, and `pulumi up` then fails with why."""
+    waits for its pod to run, for its own 10 minutes: an image pull may take minutes on a node that lacks
+    the image, while one that fails shows its reason in that wait, every 10 s (docs/lost-pods.md)."""
     selector = labels(spec, COMPONENT)
-    found = {
+    return {
         "apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": object_metadata(spec, keeper_name(spec), COMPONENT),
         "spec": {
@@ -104,7 +102,6 @@ def deployment(spec: MiniClusterSpec, scripts_config: Any) -> Manifest:
             "template": {"metadata": {"labels": dict(selector)}, "spec": pod_spec(spec, scripts_config)},
         },
     }  # fmt: skip
-    return with_annotation(found, AWAIT_TIMEOUT, str(spec.schedule_timeout))
 
 
 def pod(spec: MiniClusterSpec) -> Manifest:

@@ -141,7 +141,7 @@ class MiniClusterSpec(ContainerSettings):
     schedule_timeout: Seconds = 180
     """Seconds a pod (the keygen pod, or the Job's) may stay unschedulable, or a Job's pod unable to
     start (an image the kubelet cannot pull), before `pulumi up` stops with the reason, instead of
-    waiting out keygenTimeout or jobTimeout. The keeper's pod may take as long to run."""
+    waiting out keygenTimeout or jobTimeout."""
     certificate_rotation: int = Field(0, ge=0)
     """Change this number to make a new keypair (the Job is then replaced)."""
     rerun: int = Field(0, ge=0)

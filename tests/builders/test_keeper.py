@@ -72,12 +72,6 @@ def test_one_keeper_at_a_time() -> None:
     assert (spec["replicas"], spec["strategy"]) == (1, {"type": "Recreate"})
 
 
-def test_pulumi_up_waits_for_its_pod_as_long_as_for_the_jobs_pods_to_start() -> None:
-    """pulumi-kubernetes's own wait is 10 minutes: a keeper image it cannot pull held `pulumi up` so long."""
-    metadata = objects(scheduleTimeout=45)[("Deployment", "dev-keeper")]["metadata"]
-    assert metadata["annotations"] == {"pulumi.com/timeoutSeconds": "45"}
-
-
 def test_it_runs_keeper_py_from_its_own_config_map_of_the_pods_scripts() -> None:
     found = objects()
     scripts = found[("ConfigMap", auto_name("dev-keeper-scripts"))]
