@@ -4,6 +4,7 @@ Pure; the admission check tells what the cluster itself says."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,9 +17,14 @@ KUEUE_QUEUE = "kueue.x-k8s.io/queue-name"
 """The Job label by which Kueue takes a Job into one of its queues."""
 
 
+SHELL_REFERENCE = re.compile(r"\$(?:\{\w+\}|\w+)")
+"""A variable as a shell refers to it ($PATH, ${HOME}), which Kubernetes leaves as it is."""
+
+
 def config_warnings(raw: Mapping[str, Any], spec: MiniClusterSpec) -> list[str]:
     """Each warning for the stack config `raw`, as valid as `spec` says it is."""
-    return [said for said in (_provider_namespace(raw, spec), _suspended_without_a_queue(spec)) if said]
+    found = [_provider_namespace(raw, spec), _suspended_without_a_queue(spec), *_shell_references(spec)]
+    return [said for said in found if said]
 
 
 def _provider_namespace(raw: Mapping[str, Any], spec: MiniClusterSpec) -> str | None:
@@ -47,3 +53,24 @@ def _suspended_without_a_queue(spec: MiniClusterSpec) -> str | None:
         f'-n {spec.namespace} -p \'{{"spec":{{"suspend":false}}}}\'`), and `pulumi up` waits for that for up to '
         f"{NAMESPACE}:jobTimeout ({spec.job_timeout}s)"
     )
+
+
+def _shell_references(spec: MiniClusterSpec) -> list[str]:
+    """Environment values that refer to a variable as a shell would: Kubernetes expands only `$(NAME)`, of
+    a variable set before it in the pod spec, and takes `$NAME` as written. `PATH: /opt/app/bin:$PATH`
+    so replaced the image's whole PATH, and on the real node the pods failed at their first `mkdir`. A
+    secret environment's values are not looked at (a warning would show them)."""
+    containers = [("environment", {} if spec.is_secret("environment") else spec.environment)]
+    containers += [(f"containers[{i}].environment", sidecar.environment) for i, sidecar in enumerate(spec.containers)]
+    found = []
+    for key, environment in containers:
+        for name, value in environment.items():
+            references = SHELL_REFERENCE.findall(str(value))
+            if not references:
+                continue
+            replaced = ": the image's PATH is replaced by this one" if name == "PATH" else ""
+            found.append(
+                f"{NAMESPACE}:{key}.{name} refers to {', '.join(references)} as a shell would, and Kubernetes takes "
+                f"that as written (it expands only $(NAME), of a variable set before it in the pod spec){replaced}"
+            )
+    return found

@@ -52,3 +52,30 @@ def test_a_suspended_job_that_names_no_queue_is_warned_of_with_what_resumes_it()
 def test_a_suspended_job_in_a_kueue_queue_is_kueues_to_resume() -> None:
     labels = {"kueue.x-k8s.io/queue-name": "hpc"}
     assert warnings(**{"minicluster:suspend": True, "minicluster:jobLabels": labels}) == []
+
+
+def test_an_environment_value_that_refers_to_a_variable_as_a_shell_would_is_warned_of() -> None:
+    """`PATH: /opt/app/bin:$PATH` replaced the image's whole PATH: on the real node the pods failed at their
+    first `mkdir`, with nothing that said why."""
+    assert warnings(**{"minicluster:environment": {"PATH": "/opt/app/bin:$PATH", "DATA": "${HOME}/data"}}) == [
+        "minicluster:environment.PATH refers to $PATH as a shell would, and Kubernetes takes that as written (it "
+        "expands only $(NAME), of a variable set before it in the pod spec): the image's PATH is replaced by this one",
+        "minicluster:environment.DATA refers to ${HOME} as a shell would, and Kubernetes takes that as written (it "
+        "expands only $(NAME), of a variable set before it in the pod spec)",
+    ]
+
+
+def test_a_sidecars_environment_is_looked_at_too() -> None:
+    sidecar = {"name": "exporter", "image": "exporter:1", "environment": {"ROOT": "$HOME/x"}}
+    (said,) = warnings(**{"minicluster:containers": [sidecar]})
+    assert said.startswith("minicluster:containers[0].environment.ROOT refers to $HOME as a shell would")
+
+
+def test_what_kubernetes_expands_and_a_lone_dollar_are_no_news() -> None:
+    assert warnings(**{"minicluster:environment": {"A": "/x", "B": "$(A)/y", "PRICE": "5$", "N": 3}}) == []
+
+
+def test_a_secret_environments_values_are_not_looked_at() -> None:
+    """A warning would show them."""
+    raw = {**BASE, "minicluster:environment": {"TOKEN": "$SECRET_PART"}}
+    assert config_warnings(raw, load_spec(raw, "dev", ["minicluster:environment"])) == []
