@@ -25,12 +25,14 @@ class Model(BaseModel):
 
 
 class Hooks(Model):
-    """Shell snippets run by every pod's entrypoint (bash) around the broker."""
+    """Shell snippets run by every pod's entrypoint (bash) around the broker, each in a bash of its own;
+    what one exports (`export OMP_NUM_THREADS=4`, `source setup-env.sh`) is the broker's and the
+    command's environment from then on."""
 
     init: str | None = None
     """Runs first, before the rank is known or anything is set up."""
     pre: str | None = None
-    """Runs after set-up, right before the broker starts."""
+    """Runs after set-up, right before the broker starts: where to set up the command's environment."""
     post: str | None = None
     """Runs after the broker exits; MC_EXIT_STATUS holds its exit status."""
 

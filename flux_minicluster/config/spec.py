@@ -151,7 +151,7 @@ class MiniClusterSpec(ContainerSettings):
     """Your own zcert certificate text, set with `pulumi config set --secret` (in plain text it is
     refused): no keygen at all."""
     hooks: Hooks = Field(default_factory=Hooks)
-    """Shell snippets run by the entrypoint: init, pre, post."""
+    """Shell snippets run by the entrypoint: init, pre, post; what they export reaches the broker and command."""
     logging: Logging = Field(default_factory=Logging)
     """Entrypoint logging: quiet, strict, debug, timed."""
     containers: list[Sidecar] = Field(default_factory=list)

@@ -39,17 +39,36 @@ broker_was_ready=false # the last broker was up in its instance (the readiness p
 stop_requested=false
 readonly STOPPED=143 # 128 + SIGTERM
 
-# Hooks are user shell snippets. Under strict logging they run strict too, and a failure stops the pod.
+# Hooks are user shell snippets, each run by a bash of its own, so that its `exit`, options and
+# variables cannot break this script. What it exports comes back here (adopt_environment), and so
+# reaches the broker and the command: `export OMP_NUM_THREADS=4`, `source setup-env.sh && spack load
+# lammps`, as when the flux-operator pastes its commands into its entrypoint. Under strict logging they
+# run strict too, and a failure stops the pod.
 run_hook() {
-  local hook=$run_config/$1.sh status=0
+  local hook=$run_config/$1.sh status=0 exported
+  local -a shell=(bash)
   [[ -f $hook ]] || return 0
   log "running the $1 hook"
-  if [[ $MC_STRICT == true ]]; then
-    bash -euo pipefail "$hook" || status=$?
-    if ((status != 0)); then die "the $1 hook failed with status $status"; fi
-  else
-    bash "$hook" || log "the $1 hook failed with status $? (continuing; set logging.strict to stop)"
-  fi
+  if [[ $MC_STRICT == true ]]; then shell=(bash -euo pipefail); fi
+  exported=$(mktemp) || die "cannot make a file for what the $1 hook exports"
+  # shellcheck disable=SC2016 # the inner bash expands them: $0 is the file, $1 the hook
+  "${shell[@]}" -c 'trap "env -0 >\"\$0\" || :" EXIT; source "$1"' "$exported" "$hook" || status=$?
+  if ((status != 0)) && [[ $MC_STRICT == true ]]; then die "the $1 hook failed with status $status"; fi
+  if ((status != 0)); then log "the $1 hook failed with status $status (continuing; set logging.strict to stop)"; fi
+  adopt_environment "$exported"
+  rm -f "$exported"
+}
+
+# The variables in `env -0`'s listing $1 that are new or changed, exported here: not the shell's own,
+# not the entrypoint's settings (MC_*), not an exported function (BASH_FUNC_name%%).
+adopt_environment() {
+  local entry name
+  while IFS= read -r -d '' entry; do
+    name=${entry%%=*}
+    [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
+    case $name in MC_* | PWD | OLDPWD | SHLVL | _) continue ;; esac
+    if [[ ${!name-} != "${entry#*=}" ]]; then export "$name=${entry#*=}"; fi
+  done <"$1"
 }
 
 # The rank is this pod's position in the hostlist <prefix>-[0-(max_size-1)]: the number after the prefix.

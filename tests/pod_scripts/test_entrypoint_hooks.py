@@ -55,6 +55,36 @@ def test_without_strict_mode_a_failing_hook_is_reported_and_the_pod_goes_on(tmp_
     assert (tmp_path / "trace").read_text() == "init\npre\npost 0\n"
 
 
+def start_env(run: object) -> dict[str, str]:
+    (start,) = [call for call in run.calls if call["argv"][0] == "start"]  # type: ignore[attr-defined]
+    return dict(start["env"])
+
+
+def test_what_an_init_or_pre_hook_exports_reaches_the_broker_and_so_the_command(tmp_path: Path) -> None:
+    """As when the flux-operator pastes its commands into its entrypoint: an environment set up for the
+    command (`source setup-env.sh && spack load lammps`) is the command's."""
+    setup = tmp_path / "setup-env.sh"
+    setup.write_text("export HOOK_APP_HOME=/opt/app\nexport PATH=/opt/app/bin:$PATH\n")
+    exporting = {"init": "export HOOK_THREADS=4\nHOOK_LOCAL_ONLY=1", "pre": f"source {setup}\ncd /\nexit 0"}
+    env = start_env(Pods(tmp_path, hooks=exporting).run(1))
+    assert (env["HOOK_THREADS"], env["HOOK_APP_HOME"]) == ("4", "/opt/app")
+    assert env["PATH"].startswith("/opt/app/bin:") and env["PATH"].count("/opt/app/bin") == 1
+    assert "HOOK_LOCAL_ONLY" not in env  # not exported: the hook's own
+
+
+def test_a_hook_cannot_change_the_entrypoints_settings(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, hooks={"pre": "export MC_SIZE=99 MC_MODE=batch\nf() { :; }\nexport -f f"})
+    run = pods.run(1)
+    assert run.status == 0
+    assert (start_env(run)["MC_SIZE"], start_env(run)["MC_MODE"]) == (str(pods.spec.size), "submit")
+
+
+def test_what_a_failing_hook_exported_before_it_failed_is_kept_when_the_pod_goes_on(tmp_path: Path) -> None:
+    run = Pods(tmp_path, hooks={"pre": "export HOOK_READY=partly\nfalse"}).run(1)
+    assert "the pre hook failed with status 1 (continuing" in run.stderr
+    assert start_env(run)["HOOK_READY"] == "partly"
+
+
 def test_quiet_mode_prints_no_progress_lines(tmp_path: Path) -> None:
     assert Pods(tmp_path, logging={"quiet": True}).run(1).stderr == ""
 

@@ -52,3 +52,18 @@ def test_the_outputs_name_what_pulumi_up_created(upped: StackOnRealNode) -> None
         upped.namespace, label_selector=words[words.index("-l") + 1]
     )
     assert [pod.metadata.name for pod in selected.items] == [upped.pod_name(0)]
+
+
+@pytest.mark.realflux
+def test_what_the_pre_hook_exports_is_the_commands_environment(
+    stack_on_real_node: Callable[..., StackOnRealNode],
+) -> None:
+    """As when the flux-operator pastes its commands into its entrypoint: Flux runs the command with the
+    environment `flux submit` was started in, the broker's."""
+    hooks = {"pre": "export GREETING=hello-from-pre"}
+    settings = {"size": 2, "tasks": 2, "hooks": hooks, "command": "sh -c 'echo greeting: $GREETING'"}
+    cluster = stack_on_real_node("dev", **{**example("dev"), **settings})
+    cluster.stack.up()
+    assert [line for line in cluster.log(0).splitlines() if line.startswith("greeting:")] == [
+        "greeting: hello-from-pre"
+    ] * 2
