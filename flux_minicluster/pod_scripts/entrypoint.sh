@@ -50,13 +50,18 @@ run_hook() {
   [[ -f $hook ]] || return 0
   log "running the $1 hook"
   if [[ $MC_STRICT == true ]]; then shell=(bash -euo pipefail); fi
-  exported=$(mktemp) || die "cannot make a file for what the $1 hook exports"
+  if ! exported=$(mktemp 2>/dev/null); then # a read-only /tmp: the hook runs, its exports stay its own
+    log "no file to keep what the $1 hook exports (mktemp failed): the broker does not get it"
+    exported=
+  fi
   # shellcheck disable=SC2016 # the inner bash expands them: $0 is the file, $1 the hook
-  "${shell[@]}" -c 'trap "env -0 >\"\$0\" || :" EXIT; source "$1"' "$exported" "$hook" || status=$?
+  "${shell[@]}" -c 'trap "[[ -z \$0 ]] || env -0 >\"\$0\" || :" EXIT; source "$1"' "$exported" "$hook" || status=$?
   if ((status != 0)) && [[ $MC_STRICT == true ]]; then die "the $1 hook failed with status $status"; fi
   if ((status != 0)); then log "the $1 hook failed with status $status (continuing; set logging.strict to stop)"; fi
-  adopt_environment "$exported"
-  rm -f "$exported"
+  if [[ -n $exported ]]; then
+    adopt_environment "$exported"
+    rm -f "$exported"
+  fi
 }
 
 # The variables in `env -0`'s listing $1 that are new or changed, exported here: not the shell's own,

@@ -85,6 +85,13 @@ def test_what_a_failing_hook_exported_before_it_failed_is_kept_when_the_pod_goes
     assert start_env(run)["HOOK_READY"] == "partly"
 
 
+def test_without_a_writable_tmp_the_hook_runs_and_its_exports_stay_its_own(tmp_path: Path) -> None:
+    run = Pods(tmp_path, hooks=hooks(tmp_path, init_tail="export HOOK_LOST=1")).run(0, TMPDIR=str(tmp_path / "none"))
+    assert run.status == 0 and (tmp_path / "trace").read_text() == "init\npre\npost 0\n"
+    assert "no file to keep what the init hook exports (mktemp failed)" in run.stderr
+    assert "HOOK_LOST" not in start_env(run)
+
+
 def test_quiet_mode_prints_no_progress_lines(tmp_path: Path) -> None:
     assert Pods(tmp_path, logging={"quiet": True}).run(1).stderr == ""
 
