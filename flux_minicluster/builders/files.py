@@ -16,8 +16,8 @@ from flux_minicluster.config.spec import MiniClusterSpec
 POD_SCRIPTS = Path(str(resources.files("flux_minicluster").joinpath("pod_scripts")))
 """The folder of the pods' own scripts, as this package holds them (the tests run them from there too)."""
 SCRIPTS = (
-    paths.ENTRYPOINT_SCRIPT, "lib.sh", "readiness.sh", "saved_instance.sh", "stopping.sh", "worker.sh",
-    "instance.sh", "worker_rc.sh", paths.RESTART_RC1, paths.RESIZE_SCRIPT,
+    paths.ENTRYPOINT_SCRIPT, "lib.sh", "readiness.sh", "hooks.sh", "saved_instance.sh", "stopping.sh",
+    "worker.sh", "instance.sh", "worker_rc.sh", paths.RESTART_RC1, paths.RESIZE_SCRIPT,
     paths.READINGS_SCRIPT, paths.METRICS_SCRIPT, paths.AUTOSCALER_ENTRY, paths.AUTOSCALER_SCRIPT,
     paths.AUTOSCALING_MODULE, paths.CLUSTER_API_MODULE,
 )  # fmt: skip

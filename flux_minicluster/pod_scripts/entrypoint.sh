@@ -10,8 +10,8 @@
 # Static: the Job configures it with MC_* variables (all required; defined in builders/files.py) and
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
 # init.sh, pre.sh and post.sh, and the other scripts: lib.sh, readiness.sh (the readiness probe),
-# saved_instance.sh (rank 0 across pods, with restart_rc1.py, its own step in Flux's rc1), stopping.sh
-# (what a broker does before it stops), worker.sh (a worker's broker and what runs beside it),
+# hooks.sh (how the hooks run), saved_instance.sh (rank 0 across pods, with restart_rc1.py, its own step
+# in Flux's rc1), stopping.sh (what a broker does before it stops), worker.sh (a worker's broker and what runs beside it),
 # worker_rc.sh (a worker broker's rc1 and rc3), instance.sh (rank 0's program for batch, interactive,
 # the RESTful API), resize.sh, and the Python companion started beside the broker: metrics.py
 # (metrics.enabled).
@@ -27,6 +27,8 @@ if [[ ${MC_DEBUG:?} == true ]]; then set -x; fi
 source "${MC_RUN_CONFIG_DIR:?}/lib.sh"
 # shellcheck source=readiness.sh source-path=SCRIPTDIR
 source "$run_config/readiness.sh"
+# shellcheck source=hooks.sh source-path=SCRIPTDIR
+source "$run_config/hooks.sh"
 
 rejoin_mark=${MC_REJOIN_MARK:?} # that this worker's broker is to rejoin as it ends (start_worker)
 broker_pid=""
@@ -38,43 +40,6 @@ instance_dir="" # where this broker keeps the instance's state (statedir), found
 broker_was_ready=false # the last broker was up in its instance (the readiness probe said so)
 stop_requested=false
 readonly STOPPED=143 # 128 + SIGTERM
-
-# Hooks are user shell snippets, each run by a bash of its own, so that its `exit`, options and
-# variables cannot break this script. What it exports comes back here (adopt_environment), and so
-# reaches the broker and the command: `export OMP_NUM_THREADS=4`, `source setup-env.sh && spack load
-# lammps`, as when the flux-operator pastes its commands into its entrypoint. Under strict logging they
-# run strict too, and a failure stops the pod.
-run_hook() {
-  local hook=$run_config/$1.sh status=0 exported
-  local -a shell=(bash)
-  [[ -f $hook ]] || return 0
-  log "running the $1 hook"
-  if [[ $MC_STRICT == true ]]; then shell=(bash -euo pipefail); fi
-  if ! exported=$(mktemp 2>/dev/null); then # a read-only /tmp: the hook runs, its exports stay its own
-    log "no file to keep what the $1 hook exports (mktemp failed): the broker does not get it"
-    exported=
-  fi
-  # shellcheck disable=SC2016 # the inner bash expands them: $0 is the file, $1 the hook
-  "${shell[@]}" -c 'trap "[[ -z \$0 ]] || env -0 >\"\$0\" || :" EXIT; source "$1"' "$exported" "$hook" || status=$?
-  if ((status != 0)) && [[ $MC_STRICT == true ]]; then die "the $1 hook failed with status $status"; fi
-  if ((status != 0)); then log "the $1 hook failed with status $status (continuing; set logging.strict to stop)"; fi
-  if [[ -n $exported ]]; then
-    adopt_environment "$exported"
-    rm -f "$exported"
-  fi
-}
-
-# The variables in `env -0`'s listing $1 that are new or changed, exported here: not the shell's own,
-# not the entrypoint's settings (MC_*), not an exported function (BASH_FUNC_name%%).
-adopt_environment() {
-  local entry name
-  while IFS= read -r -d '' entry; do
-    name=${entry%%=*}
-    [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] || continue
-    case $name in MC_* | PWD | OLDPWD | SHLVL | _) continue ;; esac
-    if [[ ${!name-} != "${entry#*=}" ]]; then export "$name=${entry#*=}"; fi
-  done <"$1"
-}
 
 # The rank is this pod's position in the hostlist <prefix>-[0-(max_size-1)]: the number after the prefix.
 find_rank() {
