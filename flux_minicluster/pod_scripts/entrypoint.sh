@@ -11,10 +11,10 @@
 # the files mounted beside it: command.args and submit.flags (one item per line), batch.sh, the hooks
 # init.sh, pre.sh and post.sh, and the other scripts: lib.sh, readiness.sh (the readiness probe),
 # hooks.sh (how the hooks run), saved_instance.sh (rank 0 across pods, with restart_rc1.py, its own step
-# in Flux's rc1), stopping.sh (what a broker does before it stops), worker.sh (a worker's broker and what runs beside it),
-# worker_rc.sh (a worker broker's rc1 and rc3), instance.sh (rank 0's program for batch, interactive,
-# the RESTful API), resize.sh, and the Python companion started beside the broker: metrics.py
-# (metrics.enabled).
+# in Flux's rc1), stopping.sh (what a broker does before it stops), worker.sh (a worker's broker and
+# what runs beside it), worker_rc.sh (a worker broker's rc1 and rc3), instance.sh (rank 0's program for
+# batch, interactive, a secret command, the RESTful API), resize.sh, and the Python companion started
+# beside the broker: metrics.py (metrics.enabled).
 # autoscaler.sh is another container's.
 # The current size and quorum are read at start from MC_SCALE_DIR, which a resize rewrites in place.
 # Stopping: SIGTERM is passed to the broker, and the pod exits 143 (never 0: a Job does not rerun a
@@ -197,12 +197,10 @@ start_companions() {
 # Rank 0: the instance's initial program decides the mode. flux start returns that program's status.
 # $1: true when it restarts a saved instance (broker_options; its rc1 gets rank 0's own step then).
 start_rank0() {
-  local -a options command flags program layout broker=("$flux" start)
+  local -a options command program broker=("$flux" start)
   broker_options options "${1:-false}"
   if [[ ${1:-false} == true ]]; then with_restart_rc1 broker; fi
-  task_layout layout
   read_lines command command.args
-  read_lines flags submit.flags
   if [[ -n ${MC_RESTFUL_PORT?} || ${MC_MODE:?} == batch ]]; then # batch: its command is batch.sh
     program=(bash "$run_config/instance.sh")
   elif ((${#command[@]} == 0)); then
@@ -214,7 +212,7 @@ start_rank0() {
     program=(bash "$run_config/instance.sh")
   else
     case $MC_MODE in
-      submit) program=("$flux" submit --watch "${layout[@]}" "${flags[@]}" "${command[@]}") ;;
+      submit) submit_command program ;;
       launcher) program=("${command[@]}") ;;
       *) die "unknown MC_MODE '$MC_MODE'" ;;
     esac

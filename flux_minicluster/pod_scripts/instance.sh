@@ -39,11 +39,9 @@ run_batch() {
 
 # The command, like submit mode; then the instance stays up for the user.
 run_interactive() {
-  local -a command flags layout
-  read_lines command command.args
-  read_lines flags submit.flags
-  task_layout layout
-  "$flux" submit --watch "${layout[@]}" "${flags[@]}" "${command[@]}" || log "the command exited with status $?"
+  local -a submit
+  submit_command submit
+  "${submit[@]}" || log "the command exited with status $?"
   log "interactive: the instance stays up; stop it with 'flux shutdown'"
   while :; do sleep 3600; done
 }
@@ -51,12 +49,13 @@ run_interactive() {
 # A secret command (`pulumi config set --secret minicluster:command`) in submit or launcher mode: what
 # the entrypoint would give flux start, run from here, where nothing logs its words.
 run_secret_command() {
-  local -a command flags layout
-  read_lines command command.args
-  if [[ $MC_MODE == launcher ]]; then exec "${command[@]}"; fi
-  read_lines flags submit.flags
-  task_layout layout
-  exec "$flux" submit --watch "${layout[@]}" "${flags[@]}" "${command[@]}"
+  local -a command submit
+  if [[ $MC_MODE == launcher ]]; then
+    read_lines command command.args
+    exec "${command[@]}"
+  fi
+  submit_command submit
+  exec "${submit[@]}"
 }
 
 if [[ -n ${MC_RESTFUL_PORT?} ]]; then run_restful_api; fi

@@ -50,6 +50,18 @@ task_layout() {
   fi
 }
 
+# The command's `flux submit --watch` (submit and interactive modes, a secret command's too): the task
+# layout, the submit flags and the command's words, into the named array.
+submit_command() {
+  local -n submit_out_=$1
+  local -a command_words_ flags_ layout_
+  read_lines command_words_ command.args
+  read_lines flags_ submit.flags
+  task_layout layout_
+  # shellcheck disable=SC2034 # a nameref: this fills the caller's array
+  submit_out_=("${flux:?}" submit --watch "${layout_[@]}" "${flags_[@]}" "${command_words_[@]}")
+}
+
 # The flux view's files link into MC_VIEW_SOFTWARE, which its init container could only copy alongside.
 # (Under securityProfile restricted the pod mounts them there itself: nothing to copy.)
 restore_view_software() {
