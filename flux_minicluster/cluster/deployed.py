@@ -117,26 +117,24 @@ class Cluster:
     def pods(self) -> list[Any]:
         """This MiniCluster's broker pods only (not its keygen pod, not another MiniCluster's), by rank.
         None at all: the Job is read again, so that a MiniCluster deleted meanwhile is said to be."""
-        selector = objects.label_selector(labels(self.spec, "broker"))
-        found = self.call(
-            lambda: self.core.list_namespaced_pod(
-                self.spec.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT
-            )
-        ).items
+        found = self._pods_of("broker")
         if not found and self.job_seen:
             self.job()
         return sorted(found, key=lambda pod: (objects.pod_rank(pod), pod.metadata.creation_timestamp or datetime.min))
 
     def keeper_pods(self) -> list[Any]:
         """The keeper's pods (keeper.enabled): one, or two while its Deployment replaces one."""
-        selector = objects.label_selector(labels(self.spec, KEEPER))
-        return list(
-            self.call(
-                lambda: self.core.list_namespaced_pod(
-                    self.spec.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT
-                )
-            ).items
+        return self._pods_of(KEEPER)
+
+    def _pods_of(self, component: str) -> list[Any]:
+        """The pods of this MiniCluster's `component` (its labels)."""
+        selector = objects.label_selector(labels(self.spec, component))
+        listed = self.call(
+            lambda: self.core.list_namespaced_pod(
+                self.spec.namespace, label_selector=selector, _request_timeout=kube.REQUEST_TIMEOUT
+            )
         )
+        return list(listed.items)
 
     def events(self) -> list[Any]:
         """The namespace's events (to say why pods were replaced); none if they may not be read."""

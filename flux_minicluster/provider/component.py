@@ -87,10 +87,11 @@ async def _access(options: pulumi.ResourceOptions | None) -> kube.Access | None:
         for key in (*PROVIDER_SETTINGS, RENDERING)
     ):
         return None
-    not_rendered(f"{RENDERING} of the Kubernetes provider {str(urn).split('::')[-1]!r}", settings.get(RENDERING))
+    named = f"the Kubernetes provider {str(urn).split('::')[-1]!r}"
+    not_rendered(f"{RENDERING} of {named}", settings.get(RENDERING))
     if settings.get("cluster"):
         raise pulumi.RunError(
-            f"the Kubernetes provider {str(urn).split('::')[-1]!r} names a kubeconfig cluster (`cluster`), which the "
+            f"{named} names a kubeconfig cluster (`cluster`), which the "
             "MiniCluster's own requests cannot follow: give the provider a `context` for that cluster instead"
         )
     kubeconfig = settings.get("kubeconfig")
