@@ -29,6 +29,7 @@ KEPT_TOGETHER = (
     "tests/realengine/node/test_go_program.py",
     "tests/realengine/node/test_interactive.py",
     "tests/realengine/node/test_keeper.py",
+    "tests/realengine/node/test_ops_exec.py",
     "tests/realengine/node/test_rank0_eviction.py",
     "tests/realengine/node/test_restricted.py",
     "tests/realengine/node/test_secrets.py",

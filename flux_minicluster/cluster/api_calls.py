@@ -197,30 +197,3 @@ def _lines(raw: Any) -> Iterator[str]:
         pending += chunk
         *complete, pending = pending.split(b"\n")
         yield from (line.decode("utf-8") for line in complete if line.strip())
-
-
-def run_in_pod(
-    api_client: Any, namespace: str, pod: str, container: str, command: list[str], timeout: float | None = None
-) -> tuple[str, str, int | None]:
-    """(stdout, stderr, exit status) of a command run in a pod's container over the exec API (a
-    WebSocket); the status is None if the connection ended (or `timeout` seconds passed) before it came."""
-    from kubernetes.stream import ws_client
-
-    query = [("container", container), ("stdout", "true"), ("stderr", "true"), ("stdin", "false"), ("tty", "false")]
-    method, url, headers, _, _ = api_client.param_serialize(
-        "GET", f"{pods(namespace, pod)}/exec", query_params=query + [("command", c) for c in command],
-        header_params={"Accept": "*/*"}, auth_settings=["BearerToken"],
-    )  # fmt: skip
-    session = ws_client.websocket_call(  # type: ignore[no-untyped-call]
-        api_client.configuration, method, url, headers=headers, _preload_content=False
-    )
-    session.run_forever(timeout=timeout)
-    stdout, stderr = session.read_stdout(), session.read_stderr()
-    if session.is_open():  # timed out: the command may still run
-        session.close()
-        return stdout, stderr, None
-    try:
-        code = session.returncode
-    except (TypeError, KeyError, ValueError, IndexError):  # the connection ended before the status
-        return stdout, stderr, None
-    return stdout, stderr, int(code)

@@ -13,7 +13,7 @@ from typing import Any
 
 from flux_minicluster.builders.keeper import COMPONENT as KEEPER
 from flux_minicluster.builders.manifests import BROKER_CONTAINER, labels
-from flux_minicluster.cluster import api_calls, flux_view, kube, objects
+from flux_minicluster.cluster import flux_view, kube, objects, pod_exec
 from flux_minicluster.cluster.status import live_size, without_pods
 from flux_minicluster.config import paths
 from flux_minicluster.config.spec import MiniClusterSpec
@@ -198,6 +198,17 @@ class Cluster:
             raise Failure(EXIT_FAILED, f"rank 0's answer is {error}") from None
 
     def exec(self, pod: Any, command: list[str], timeout: float | None = None) -> tuple[str, str, int | None]:
+        """The command's output, once it has ended (or `timeout` seconds passed: no status)."""
         name, namespace, api_client = pod.metadata.name, self.spec.namespace, self.core.api_client
-        run = api_calls.run_in_pod
+        run = pod_exec.run_in_pod
         return self.call_on_pod(pod, lambda: run(api_client, namespace, name, BROKER_CONTAINER, command, timeout))  # type: ignore[no-any-return]
+
+    def stream(self, pod: Any, command: list[str], stdin: Any | None = None) -> int | None:
+        """The command's output passed on to this process's as it comes, `stdin` sent as its input."""
+        name, namespace, api_client = pod.metadata.name, self.spec.namespace, self.core.api_client
+        sys.stdout.flush()  # what was printed before comes first
+        out, err = sys.stdout.buffer, sys.stderr.buffer
+        stream = pod_exec.stream_in_pod
+        return self.call_on_pod(  # type: ignore[no-any-return]
+            pod, lambda: stream(api_client, namespace, name, BROKER_CONTAINER, command, out, err, stdin, note)
+        )

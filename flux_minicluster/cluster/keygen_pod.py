@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-from flux_minicluster.cluster import api_calls, kube, objects
+from flux_minicluster.cluster import api_calls, kube, objects, pod_exec
 from flux_minicluster.cluster.waiting import Clock, Progress, Say, Wait, to_stderr
 from flux_minicluster.config import paths
 from flux_minicluster.config.certificate import CertificateError, CurveCertificate, parse, redact
@@ -131,7 +131,7 @@ class _Run:
 
     def read_certificate(self, name: str, container: str, timeout: float) -> tuple[str, str, int | None]:
         command = ["/bin/sh", "-c", paths.READ_CERTIFICATE, "read-certificate", paths.KEYGEN_CERT]
-        return api_calls.run_in_pod(self.api, self.namespace, name, container, command, timeout=timeout)
+        return pod_exec.run_in_pod(self.api, self.namespace, name, container, command, timeout=timeout)
 
     def log(self, name: str, tail_lines: int | None = None) -> str:
         where = f"{api_calls.pods(self.namespace, name)}/log"

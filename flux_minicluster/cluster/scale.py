@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from flux_minicluster.builders.names import BROKER_CONTAINER, STOPPED
-from flux_minicluster.cluster import api_calls, kube, objects, resize_lease, watching
+from flux_minicluster.cluster import api_calls, kube, objects, pod_exec, resize_lease, watching
 from flux_minicluster.cluster.status import waiting_reasons
 from flux_minicluster.cluster.waiting import Clock, Progress, Say, Wait, to_stderr
 from flux_minicluster.config import lifecycle, paths, sizing
@@ -138,7 +138,7 @@ def _prepare(api: Any, want: Scale, current: int) -> list[str]:
     if rank0 is None:
         return [NO_RANK0]
     command = ["/bin/bash", paths.RESIZE, str(current), str(want.size), want.shrink_policy, str(want.shrink_timeout)]
-    _, stderr, code = api_calls.run_in_pod(
+    _, stderr, code = pod_exec.run_in_pod(
         api, want.namespace, rank0, BROKER_CONTAINER, command, timeout=want.shrink_timeout + 60.0
     )
     lines = [line.removeprefix(f"{lifecycle.LOG_PREFIX}[rank 0]: ") for line in stderr.splitlines() if line.strip()]

@@ -5,7 +5,7 @@ kubernetes:kubeconfig where they are in plain text; else the kubeconfig's curren
     minicluster status --stack dev      # Job state, pods per phase, why pods wait, replacements, the keeper
     minicluster logs   --stack dev [--rank I | --all] [--follow]
     minicluster wait   --stack dev [--timeout S]   # live progress; exits with the Job's result
-    minicluster exec   --stack dev [--rank I] -- flux resource list
+    minicluster exec   --stack dev [--rank I] [-i] -- flux resource list   # -i: send stdin to it
 
 Exit codes: 0 success; 1 the Job failed (wait), the command failed (exec) or this tool failed;
 2 a usage or config error (stack file, kubeconfig context); 3 the namespace, the MiniCluster or the
@@ -20,7 +20,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, BinaryIO
 
 from rich.console import Console
 from rich.live import Live
@@ -111,16 +111,21 @@ def cmd_wait(cluster: Cluster, console: Console, timeout: float, clock: Clock | 
             wait.pause()
 
 
-def cmd_exec(cluster: Cluster, rank: int, command: list[str]) -> int:
+def cmd_exec(cluster: Cluster, rank: int, command: list[str], stdin: BinaryIO | None = None) -> int:
+    """Its output as it comes (a long `flux run` shows its progress); `stdin` is sent as its input."""
     pod = cluster.pod_of_rank(rank)
     state = pod_state(pod)
     if state.finished:
         raise Failure(EXIT_NOT_RUNNING, f"rank {rank}'s pod has finished: {state}; nothing runs there to exec into")
     if not state.running:
         raise Failure(EXIT_NOT_RUNNING, f"rank {rank}'s broker is not running: {state}; see `status`")
-    stdout, stderr, code = cluster.exec(pod, ["env", f"FLUX_URI={LOCAL_URI}", *command])  # finds this broker
-    sys.stdout.write(stdout)
-    sys.stderr.write(stderr)
+    try:
+        code = cluster.stream(pod, ["env", f"FLUX_URI={LOCAL_URI}", *command], stdin)  # finds this broker
+    except KeyboardInterrupt:
+        note(
+            f"interrupted: the command goes on in {pod.metadata.name} (an exec's end does not stop it, as with kubectl)"
+        )
+        raise
     if code is None:
         note("the connection ended before the command's exit status came: it may still run, or not have run")
         return EXIT_FAILED
@@ -144,6 +149,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         )
         if name in ("logs", "exec"):
             sub.add_argument("--rank", type=int, default=0, help="which broker (default 0)")
+        if name == "exec":
+            sub.add_argument("--stdin", "-i", action="store_true", help="send this standard input to the command")
         if name == "logs":
             sub.add_argument("--all", action="store_true", help="every rank, each line prefixed with its rank")
             sub.add_argument("--follow", "-f", action="store_true")
@@ -165,7 +172,7 @@ def run(args: argparse.Namespace, cluster: Cluster, console: Console) -> int:
         return cmd_wait(cluster, console, args.timeout)
     words = args.exec_command[1:] if args.exec_command[:1] == ["--"] else args.exec_command  # the separator only
     command = words or [cluster.spec.flux_path, "resource", "list"]
-    return cmd_exec(cluster, args.rank, command)
+    return cmd_exec(cluster, args.rank, command, sys.stdin.buffer if args.stdin else None)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

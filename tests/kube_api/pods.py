@@ -201,7 +201,25 @@ class PodRoutes(Answers):
         if code is not None:
             self._frame(0x2, bytes([3]) + json.dumps(_exec_status(code)).encode())
         self._frame(0x8, b"\x03\xe8")
+        if self.query.get("stdin") == "true":
+            self._read_to_close()
         self.close_connection = True
+
+    def _read_to_close(self) -> None:
+        """The client's frames (its input), read up to its close frame, as a server that takes input reads
+        them: one that closed with them unread would reset the connection, and the client could lose the
+        frames before the reset."""
+        self.connection.settimeout(10)
+        try:
+            while len(head := self.rfile.read(2)) == 2:
+                opcode, size = head[0] & 0x0F, head[1] & 0x7F
+                if size >= 126:
+                    size = int.from_bytes(self.rfile.read(2 if size == 126 else 8), "big")
+                self.rfile.read(4 + size)  # the mask (a client masks every frame), then the payload
+                if opcode == 0x8:
+                    return
+        except OSError:  # the client hung up, or sent nothing more for 10 s
+            return
 
     def _frame(self, opcode: int, payload: bytes) -> None:
         size = len(payload)

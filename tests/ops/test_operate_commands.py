@@ -4,6 +4,7 @@ against the API stand-in, with the real `kubernetes` client."""
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shlex
@@ -115,6 +116,22 @@ def test_exec_keeps_every_double_dash_of_the_command_after_the_separator(kube_ap
     assert cli.main(argv) == 0
     (command,) = ran
     assert command[-7:] == ["flux", "run", "-N2", "--", "echo", "--", "x"]
+
+
+def test_exec_with_stdin_on_an_api_server_before_v5_says_the_input_s_end_cannot_be_told(
+    kube_api: Cluster, capsys: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stand-in speaks v4.channel.k8s.io, as API servers before Kubernetes 1.30 do: `cat` there would
+    wait for more input after the pipe's end, so the user is told why the command may not end."""
+    all_running(kube_api)
+    kube_api.exec_handler = lambda pod, command: ("", "", 0)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"input\n")))
+    assert cli.main(["exec", "--stack", "dev", "-i", "--", "cat"]) == 0
+    assert capsys.readouterr().err == (
+        "this API server speaks v4.channel.k8s.io, which cannot tell the command that its input has ended "
+        "(v5.channel.k8s.io, Kubernetes 1.30 and later, can): a command that reads to the end of its input "
+        "waits for more; Ctrl-C ends this one\n"
+    )
 
 
 def test_exec_on_a_pod_that_loses_its_host_in_between_is_not_a_traceback(kube_api: Cluster, capsys: Any) -> None:

@@ -5,6 +5,8 @@ cluster."""
 
 from __future__ import annotations
 
+import io
+import secrets
 from collections.abc import Callable
 from typing import Any
 
@@ -12,7 +14,7 @@ import pytest
 from kubernetes import client
 
 from flux_minicluster.builders.names import BROKER_CONTAINER
-from flux_minicluster.cluster.api_calls import run_in_pod
+from flux_minicluster.cluster.pod_exec import run_in_pod, stream_in_pod
 from flux_minicluster.ops import cli, logs
 from tests.kubelet.pod import wait_until
 from tests.realengine.on_node import OnNode
@@ -90,3 +92,35 @@ def test_minicluster_logs_all_follows_every_rank_to_its_end(
     for rank in (0, 1):
         mine = [line.removeprefix(f"[rank {rank}] ") for line in printed if line.startswith(f"[rank {rank}] ")]
         assert mine == one_shot.kubelet.pod(rank).log.splitlines()
+
+
+def test_a_streamed_commands_output_comes_while_it_runs(cluster: OnNode, admin: client.ApiClient) -> None:
+    """The command prints, then waits for a file that the test makes only once that print has come: the
+    output must be passed on while the command runs (a long `flux run` under `minicluster exec`). It
+    gives up after a minute, so output held until the end fails the test instead of hanging it."""
+    go = f"/tmp/go-{secrets.token_hex(4)}"
+    script = f"echo first; for i in $(seq 600); do [ -e {go} ] && break; sleep 0.1; done; [ -e {go} ] && echo second"
+    pod = cluster.rank0.name
+    seen: list[bytes] = []
+
+    class Sink(io.BytesIO):
+        def write(self, data: Any) -> int:
+            if not seen:  # the first output: let the command go on
+                seen.append(data)
+                run_in_pod(admin, cluster.namespace, pod, BROKER_CONTAINER, ["touch", go], timeout=30)
+            return super().write(data)
+
+    out, err = Sink(), io.BytesIO()
+    code = stream_in_pod(admin, cluster.namespace, pod, BROKER_CONTAINER, ["sh", "-c", script], out, err)
+    assert (seen, out.getvalue(), code) == ([b"first\n"], b"first\nsecond\n", 0), err.getvalue()
+
+
+def test_minicluster_exec_sends_its_input_to_the_command_byte_for_byte_and_then_its_end(
+    cluster: OnNode, minicluster_ops: Callable[..., Any], capsysbinary: pytest.CaptureFixture[bytes]
+) -> None:
+    """`minicluster exec -i -- cat` with half a megabyte of every byte value: `cat` ends only when told its
+    input has ended, and what it prints is the input as it was, over many frames."""
+    sent = bytes(range(256)) * 2048
+    assert cli.cmd_exec(minicluster_ops(cluster), 0, ["cat"], stdin=io.BytesIO(sent)) == 0
+    captured = capsysbinary.readouterr()
+    assert captured.out == sent, captured.err
