@@ -106,7 +106,7 @@ def run_config_files(spec: MiniClusterSpec) -> dict[str, str]:
     files = {name: script(name) for name in SCRIPTS}
     files[paths.SIZING_MODULE] = resources.files("flux_minicluster.config").joinpath("sizing.py").read_text()
     if spec.all_submit_flags:
-        files["submit.flags"] = _lines(spec.all_submit_flags)
+        files["submit.flags"] = _words(spec.all_submit_flags)
     if spec.broker_attributes:
         files["broker.attributes"] = _lines([f"{key}={value}" for key, value in spec.broker_attributes.items()])
     return {**files, **_files_of(spec, secret=False)}
@@ -124,7 +124,7 @@ def _files_of(spec: MiniClusterSpec, secret: bool) -> dict[str, str]:
         if spec.mode == "batch":  # the script is the command's only copy: it runs nothing else
             files[BATCH_SCRIPT] = batch_script(spec)
         else:
-            files["command.args"] = _lines(spec.command_args)
+            files["command.args"] = _words(spec.command_args)
     for hook in ("init", "pre", "post") if spec.is_secret("hooks") == secret else ():
         snippet = getattr(spec.hooks, hook)
         if snippet:
@@ -156,6 +156,12 @@ def batch_script(spec: MiniClusterSpec) -> str:
 
 def _lines(items: list[str]) -> str:
     return "".join(f"{item}\n" for item in items)
+
+
+def _words(words: list[str]) -> str:
+    """A word a line, as lib.sh's read_words reads them back (with printf %b): each backslash doubled and
+    each line break written \\n, so that a word's own line breaks (`python3 -c` of a script) part no words."""
+    return _lines([word.replace("\\", "\\\\").replace("\n", "\\n") for word in words])
 
 
 def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:

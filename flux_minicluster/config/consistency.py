@@ -91,10 +91,19 @@ def _modes(spec: MiniClusterSpec) -> Iterator[Problem]:
 def _command_words(spec: MiniClusterSpec) -> Iterator[Problem]:
     """Outside batch mode the command's words go to Flux as they are, and no shell runs them: an
     operator or an expansion would reach the command as text (`hostname && sleep 5` runs `hostname`
-    with three arguments, `echo $HOME` prints `$HOME`)."""
+    with three arguments, `echo $HOME` prints `$HOME`), and lines would be one command (`echo one` and
+    `echo two` in a YAML block ran `echo one echo two`)."""
     if spec.command is None or spec.mode == "batch":
         return
-    if found := rules.shell_syntax(spec.command):
+    found = rules.shell_syntax(spec.command)
+    if found == "\n":  # a YAML block of commands, say
+        yield Problem(
+            "command",
+            f"minicluster:command is several lines, but no shell runs the command in mode {spec.mode!r}: their "
+            "words would go to Flux as one command. Give the lines to a shell (sh -c '...'), make each a job of "
+            "its own (mode 'batch'), or end each line but the last with a backslash if they are one command",
+        )
+    elif found:
         yield Problem(
             "command",
             f"minicluster:command: {found!r} is shell syntax, but no shell runs the command in mode "

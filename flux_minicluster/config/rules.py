@@ -83,9 +83,52 @@ def clear_of(path: str, reserved: tuple[str, ...]) -> str:
 def shell_words(value: str) -> list[str]:
     """The words of a shell line, as the entrypoint will pass them (no shell runs them)."""
     try:
-        return shlex.split(value)
+        return shlex.split(joined_lines(value))
     except ValueError as error:
         raise ValueError(f"cannot be split into words like a shell line: {error}") from None
+
+
+def joined_lines(text: str) -> str:
+    """`text` with each backslash at a line's end taken out with its line break, as a shell reads it
+    (shlex would make the line break a word of its own), but inside single quotes, where it stays."""
+    kept: list[str] = []
+    quote: str | None = None
+    index = 0
+    while index < len(text):
+        char, following = text[index], text[index + 1 : index + 2]
+        if char == "\\" and quote != "'":
+            if following != "\n":
+                kept.append(text[index : index + 2])  # an escape: the next character goes with it
+            index += 2
+            continue
+        if char in "'\"" and quote in (None, char):
+            quote = None if quote else char
+        kept.append(char)
+        index += 1
+    return "".join(kept)
+
+
+def shell_lines(text: str) -> list[str]:
+    """The commands of a script, a line each as a shell reads them: a backslash at a line's end joins
+    the next line, and a line break inside quotes is part of its word. Blank lines and comment lines
+    are left out."""
+    text = joined_lines(text)
+    lines: list[str] = []
+    quote: str | None = None
+    start = index = 0
+    while index < len(text):
+        char = text[index]
+        if char == "\\" and quote != "'":
+            index += 2
+            continue
+        if char in "'\"" and quote in (None, char):
+            quote = None if quote else char
+        elif char == "\n" and quote is None:
+            lines.append(text[start:index])
+            start = index + 1
+        index += 1
+    lines.append(text[start:])
+    return [line.strip() for line in lines if line.strip() and not line.strip().startswith("#")]
 
 
 SHELL_OPERATOR_CHARACTERS = "|&;<>"
@@ -96,8 +139,10 @@ SHELL_EXPANSION = re.compile(r"\$(?:[A-Za-z_][A-Za-z0-9_]*|[{(]|[0-9#?*@$!-])|`"
 
 def shell_syntax(line: str) -> str | None:
     """The first thing a shell would act on in `line`, outside quotes and not escaped (an operator run,
-    or the start of an expansion), or None. Split like a shell line without a shell, it stays plain
-    text, which the program then takes as an argument."""
+    a line break between words, or the start of an expansion), or None. Split like a shell line without
+    a shell, it stays plain text, which the program then takes as an argument; line breaks only part
+    words."""
+    line = joined_lines(line).strip()
     quote: str | None = None
     index = 0
     while index < len(line):
@@ -111,6 +156,8 @@ def shell_syntax(line: str) -> str | None:
             quote = char
         elif char == "\\":
             index += 1
+        elif char == "\n":
+            return char
         elif char in SHELL_OPERATOR_CHARACTERS:
             end = index
             while end < len(line) and line[end] in SHELL_OPERATOR_CHARACTERS:

@@ -65,9 +65,9 @@ class MiniClusterSpec(ContainerSettings):
     image: Image
     """Container image with Flux installed, used by every broker pod (and by the keygen pod)."""
     command: ShellLine | None = None
-    """Command rank 0 runs in the instance, split like a shell line, or a YAML list of its words. No
-    shell runs it (batch mode's lines aside): for `&&`, `|`, `>` or `$VAR`, give it to one (`sh -c '...'`).
-    Absent: a persistent cluster."""
+    """Command rank 0 runs in the instance, split like a shell line (a backslash ends a line it goes on
+    from), or a YAML list of its words. No shell runs it (batch mode's lines aside): for `&&`, `|`, `>`,
+    `$VAR` or a command a line, give it to one (`sh -c '...'`). Absent: a persistent cluster."""
     size: int = Field(1, ge=1, le=MAX_INDEXED_COMPLETIONS)
     """Number of pods, each running one Flux broker. On an elastic cluster (no command, interactive,
     launcher, the RESTful API) a change between minSize and maxSize resizes the running instance."""
@@ -297,5 +297,5 @@ class MiniClusterSpec(ContainerSettings):
 
     @property
     def command_lines(self) -> list[str]:
-        """For batch mode: one command per non-blank line."""
-        return [line.strip() for line in (self.command or "").splitlines() if line.strip()]
+        """For batch mode: the commands, a line each as a shell reads them (rules.shell_lines)."""
+        return rules.shell_lines(self.command or "")

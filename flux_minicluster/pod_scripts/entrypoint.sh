@@ -200,7 +200,7 @@ start_rank0() {
   local -a options command program broker=("$flux" start)
   broker_options options "${1:-false}"
   if [[ ${1:-false} == true ]]; then with_restart_rc1 broker; fi
-  read_lines command command.args
+  read_words command command.args
   if [[ -n ${MC_RESTFUL_PORT?} || ${MC_MODE:?} == batch ]]; then # batch: its command is batch.sh
     program=(bash "$run_config/instance.sh")
   elif ((${#command[@]} == 0)); then

@@ -51,7 +51,7 @@ run_interactive() {
 run_secret_command() {
   local -a command submit
   if [[ $MC_MODE == launcher ]]; then
-    read_lines command command.args
+    read_words command command.args
     exec "${command[@]}"
   fi
   submit_command submit

@@ -27,6 +27,20 @@ read_lines() {
   if [[ -f $run_config/$2 ]]; then mapfile -t lines_out_ <"$run_config/$2"; fi
 }
 
+# Words of a mounted file into the named array: a word a line, each read back with printf %b, which
+# undoes what builders/files.py wrote (backslashes doubled, a word's line breaks as \n).
+read_words() {
+  local -n words_out_=$1
+  local -a lines_
+  local line_
+  read_lines lines_ "$2"
+  words_out_=()
+  for line_ in "${lines_[@]}"; do
+    printf -v line_ '%b' "$line_"
+    words_out_+=("$line_")
+  done
+}
+
 # Flux copied in by the flux-view init container (MC_FLUX_VIEW): appended to the paths, so that the
 # application image's own software wins where both have it.
 use_flux_view() {
@@ -55,8 +69,8 @@ task_layout() {
 submit_command() {
   local -n submit_out_=$1
   local -a command_words_ flags_ layout_
-  read_lines command_words_ command.args
-  read_lines flags_ submit.flags
+  read_words command_words_ command.args
+  read_words flags_ submit.flags
   task_layout layout_
   # shellcheck disable=SC2034 # a nameref: this fills the caller's array
   submit_out_=("${flux:?}" submit --watch "${layout_[@]}" "${flags_[@]}" "${command_words_[@]}")

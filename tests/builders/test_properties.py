@@ -37,7 +37,8 @@ def valid_configs(draw: st.DrawFn) -> dict[str, Any]:
     # Leave room for "-<largest rank>" in a 63-character hostname.
     name = draw(dns_1035_label(63 - 1 - len(str(largest - 1))))
     mode = draw(st.sampled_from(["submit", "launcher", "batch", "interactive"]))
-    command = draw(st.one_of(st.none(), st.sampled_from(["hostname", "lmp -in in.lj", "echo a\necho b"])))
+    lines = "echo a\necho b" if mode == "batch" else "sh -c 'echo a\necho b'"  # lines are a shell's, or batch's
+    command = draw(st.one_of(st.none(), st.sampled_from(["hostname", "lmp -in in.lj", lines])))
     if mode in ("launcher", "batch") and command is None:
         command = "hostname"
     if command is not None and mode in ("submit", "batch"):  # one-shot: maxSize is for elastic clusters

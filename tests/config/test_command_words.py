@@ -52,3 +52,37 @@ def test_what_no_shell_would_act_on_is_a_word_as_written(command: str, expected:
 def test_batch_modes_lines_are_shell_lines_and_may_hold_shell_syntax() -> None:
     batch = loaded(command="hostname && sleep 5\nflux resource list | head", mode="batch")
     assert batch.command_lines == ["hostname && sleep 5", "flux resource list | head"]
+
+
+def test_lines_outside_quotes_are_refused_since_no_shell_runs_them_one_by_one() -> None:
+    """A YAML block of two commands: without a shell its words were one command (`echo one echo two`)."""
+    assert refused_problems(config(command="echo one\necho two\n")) == [
+        "minicluster:command is several lines, but no shell runs the command in mode 'submit': their words would "
+        "go to Flux as one command. Give the lines to a shell (sh -c '...'), make each a job of its own (mode "
+        "'batch'), or end each line but the last with a backslash if they are one command"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [("hostname\n", ["hostname"]), ("\n  hostname --fqdn\n\n", ["hostname", "--fqdn"]),
+     ("sh -c 'echo one\necho two'\n", ["sh", "-c", "echo one\necho two"]),
+     ("lmp -in in.lj \\\n  -var x 2\n", ["lmp", "-in", "in.lj", "-var", "x", "2"]),
+     ('echo "a\\\nb"', ["echo", "ab"]), ("echo 'a\\\nb'", ["echo", "a\\\nb"]),
+     (json.dumps(["python3", "-c", "import sys\nprint(sys.argv)"]), ["python3", "-c", "import sys\nprint(sys.argv)"])],
+)  # fmt: skip
+def test_a_command_over_several_lines_is_split_as_a_shell_reads_it(command: str, expected: list[str]) -> None:
+    """A YAML block's last line break is no word; a backslash at a line's end joins the next line, but not
+    inside single quotes; a line break inside quotes is part of its word."""
+    assert loaded(command=command).command_args == expected
+
+
+def test_batch_modes_lines_are_read_as_a_shell_reads_a_script() -> None:
+    """A backslash at a line's end goes on to the next line, a quoted line break stays in its word (each
+    was once a line of its own, and the batch script a syntax error), and a comment line is no command."""
+    command = "sh -c 'echo a\necho b'\nlmp -in x \\\n  -var y 2\n# the last one\nhostname\n"
+    assert loaded(command=command, mode="batch").command_lines == [
+        "sh -c 'echo a\necho b'",
+        "lmp -in x   -var y 2",
+        "hostname",
+    ]

@@ -85,6 +85,15 @@ def test_submit_mode_watches_the_command_with_size_tasks_and_extra_flags(tmp_pat
     ]  # fmt: skip
 
 
+@pytest.mark.parametrize("mode", ["submit", "launcher"])
+def test_a_commands_words_reach_flux_as_written_line_breaks_and_backslashes_too(tmp_path: Path, mode: str) -> None:
+    """The words file holds a word a line: a word's own line breaks (`python3 -c` of a script) and
+    backslashes must come back as they were, not as words of their own."""
+    words = ["python3", "-c", "import sys\nprint(sys.argv[1:])", "a\\b", "\\n", "end\\"]
+    pods = Pods(tmp_path, mode=mode, command=json.dumps(words))
+    assert pods.run(0).start[-len(words) :] == words
+
+
 @pytest.mark.parametrize(("tasks", "layout"), [(1, ["-n1"]), (3, ["-n3"]), (4, ["-N4", "-n4"]), (16, ["-N4", "-n16"])])
 def test_tasks_spread_over_every_node_only_when_there_is_one_per_node(
     tmp_path: Path, tasks: int, layout: list[str]

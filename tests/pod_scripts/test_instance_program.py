@@ -60,6 +60,20 @@ def test_the_batch_script_shows_every_jobs_output_in_order_and_fails_if_one_fail
                      ["job", "attach", "f1"], ["job", "attach", "f2"], ["job", "attach", "f3"]]  # fmt: skip
 
 
+def test_the_batch_script_submits_a_command_over_several_lines_as_one(tmp_path: Path) -> None:
+    """bash runs the script: a quoted line break and a backslash at a line's end each made it a syntax error."""
+    pods = Pods(tmp_path, mode="batch", command="sh -c 'echo a\necho b'\nlmp -in x \\\n  -var y 2\n")
+    (tmp_path / "batch-state").mkdir()
+    batch = subprocess.run(
+        ["bash", str(pods.run_dir / "batch.sh")], capture_output=True, text=True, check=False,
+        env={"PATH": f"{pods.bin}:{os.environ['PATH']}", "STANDIN_LOG": str(tmp_path / "batch.jsonl"),
+             "MC_STATE_DIR": str(tmp_path / "batch-state")},
+    )  # fmt: skip
+    assert batch.returncode == 0, batch.stderr
+    calls = [json.loads(line)["argv"] for line in (tmp_path / "batch.jsonl").read_text().splitlines()]
+    assert calls[:2] == [["submit", "sh", "-c", "echo a\necho b"], ["submit", "lmp", "-in", "x", "-var", "y", "2"]]
+
+
 def test_a_batch_command_is_stored_once_as_its_script(tmp_path: Path) -> None:
     files = manifests.run_config_files(Pods(tmp_path, mode="batch", command="echo one").spec)
     assert "batch.sh" in files and "command.args" not in files
@@ -116,6 +130,12 @@ def test_instance_sh_submits_a_secret_command_as_submit_mode_does(tmp_path: Path
 def test_instance_sh_runs_a_secret_launcher_command_itself(tmp_path: Path) -> None:
     pods = Pods(tmp_path, secret_keys=("command",), mode="launcher", command="flux run --token s3cret")
     assert in_instance(pods).subcommand("run") == [["run", "--token", "s3cret"]]
+
+
+def test_a_secret_commands_words_come_back_whole_in_instance_sh(tmp_path: Path) -> None:
+    words = ["flux", "run", "--token", "line one\nline\\two"]
+    pods = Pods(tmp_path, secret_keys=("command",), mode="launcher", command=json.dumps(words))
+    assert in_instance(pods).subcommand("run") == [words[1:]]
 
 
 # -- RESTful API ----------------------------------------------------------------------------------

@@ -67,3 +67,15 @@ def test_what_the_pre_hook_exports_is_the_commands_environment(
     assert [line for line in cluster.log(0).splitlines() if line.startswith("greeting:")] == [
         "greeting: hello-from-pre"
     ] * 2
+
+
+@pytest.mark.realflux
+def test_a_shell_script_over_several_lines_runs_whole(stack_on_real_node: Callable[..., StackOnRealNode]) -> None:
+    """A YAML block whose `sh -c` script spans lines, as the config's error for a command a line advises:
+    the script's line breaks stay inside its word on the way to Flux (they once split it into two words,
+    and `sh` ran the first line alone)."""
+    script = "sh -c 'echo first line\necho second line on $(hostname)'\n"
+    cluster = stack_on_real_node("dev", **{**example("dev"), "size": 2, "tasks": 1, "command": script})
+    cluster.stack.up()
+    said = [line for line in cluster.log(0).splitlines() if line == "first line" or line.startswith("second line")]
+    assert said == ["first line", "second line on dev-0"]
