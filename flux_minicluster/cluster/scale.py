@@ -86,10 +86,17 @@ def resize(api_client: Any, want: Scale, clock: Clock | None = None, say: Say = 
 
 def _resize(api: Any, want: Scale, clock: Clock | None, say: Say) -> list[str]:
     job = api_calls.get(api, api_calls.jobs(want.namespace, want.job))
+    current = _size(job)
     if finished := objects.job_finished(job):
+        if want.size != current:
+            raise ResizeFailed(
+                f"the Job has {finished}, so its instance no longer runs (`flux shutdown`, or rank 0's program "
+                f"ended): there is no cluster to resize to {want.size} brokers. To start it anew at that size, set "
+                "minicluster:rerun to a new number (`pulumi config set minicluster:rerun N`); a stateVolume keeps "
+                "its queue"
+            )
         _write_scale(api, want, want.size)
         return [f"the Job has {finished}: there is no running cluster to resize"]
-    current = _size(job)
     if want.size == current:
         _write_scale(api, want, want.size)
         return [_await(api, want, current, Wait(want.job_timeout, clock), say)]

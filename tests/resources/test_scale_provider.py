@@ -239,10 +239,26 @@ def test_without_a_running_rank0_a_shrink_has_nothing_to_drain(plugin: ProviderP
     ) in details
 
 
-def test_a_finished_job_is_not_resized(plugin: ProviderPlugin, api: Cluster) -> None:
+def test_a_new_size_for_a_finished_job_fails_and_says_how_to_start_it_anew(
+    plugin: ProviderPlugin, api: Cluster
+) -> None:
+    """After `flux shutdown` the Job is complete: a resize was said to succeed, and nothing ran."""
     cluster = Running(api, 4)
     api.jobs[("default", "dev")]["status"] = job("Complete")["status"]
-    outs = plugin.update("default/dev", inputs(plugin), inputs(plugin, size=6))
+    details = grpc_error(lambda: plugin.update("default/dev", inputs(plugin), inputs(plugin, size=6)))
+    assert (
+        "the Job has completed, so its instance no longer runs (`flux shutdown`, or rank 0's program ended): there "
+        "is no cluster to resize to 6 brokers. To start it anew at that size, set minicluster:rerun to a new "
+        "number (`pulumi config set minicluster:rerun N`); a stateVolume keeps its queue"
+    ) in details
+    assert cluster.job_size == (4, 4)
+
+
+def test_a_finished_job_at_the_size_asked_is_left_as_it_is(plugin: ProviderPlugin, api: Cluster) -> None:
+    """A launcher whose command ended before the Scale looked at its new Job: nothing to do, no failure."""
+    cluster = Running(api, 4)
+    api.jobs[("default", "dev")]["status"] = job("Complete")["status"]
+    outs = plugin.update("default/dev", inputs(plugin), inputs(plugin, jobUid="uid-2"))
     assert outs["outcome"] == "the Job has completed: there is no running cluster to resize"
     assert cluster.job_size == (4, 4)
 

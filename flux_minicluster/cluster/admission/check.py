@@ -58,6 +58,8 @@ def check(spec: MiniClusterSpec, access: kube.Access, owner: str, *, preview: bo
     if found.no_namespace and preview:
         return Verdict(warnings=[*warnings, _namespace_to_come(spec)])
     warnings += [f"admission check: {line}" for line in found.doubts]
+    if found.finished and spec.persistent:
+        warnings.append(_not_running(spec, found.finished))
     if found.missing and preview:  # the program may make them, as it may make the namespace
         warnings += [
             f"admission check left to `pulumi up`: {line} yet. If this program makes it, `pulumi up` looks again; if "
@@ -133,6 +135,17 @@ def shape(spec: MiniClusterSpec, pod: dict[str, Any], size: int | None = None) -
     with the keeper's pod beside them if it has one."""
     kept = keeper.pod(spec)["spec"] if spec.keeper.enabled else None
     return fit.Shape(size or spec.size, pod["spec"], spec.pod.one_pod_per_node, spec.namespace, spec.name, kept)
+
+
+def _not_running(spec: MiniClusterSpec, finished: str) -> str:
+    """A persistent instance whose Job is over: `pulumi up` leaves a finished Job as it is, so without
+    this it said nothing, and the stack looked up while no broker ran."""
+    return (
+        f"MiniCluster {spec.name!r} is not running: its Job has {finished}, so its instance ended (`flux "
+        "shutdown`, or rank 0's broker exited). `pulumi up` leaves a finished Job as it is, unless a change "
+        "replaces it (`pulumi preview` says so). To start the instance anew, set minicluster:rerun to a new "
+        "number (`pulumi config set minicluster:rerun N`); a stateVolume keeps its queue"
+    )
 
 
 def _namespace_to_come(spec: MiniClusterSpec) -> str:

@@ -29,6 +29,7 @@ from typing import Any
 from flux_minicluster.builders import keygen, manifests, names, rendering
 from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.cluster.admission import references
+from flux_minicluster.cluster.objects import job_finished
 from flux_minicluster.config.spec import MiniClusterSpec
 
 PLURALS = {
@@ -85,6 +86,8 @@ class Judged:
     container's environment reads, the pods' PriorityClass, RuntimeClass or ServiceAccount."""
     doubts: list[str] = dataclasses.field(default_factory=list)
     """Warnings of what the pods name: what could not be looked for, and why; a pull Secret not there."""
+    finished: str = ""
+    """This stack's Job, when it is there already and over: how it ended (objects.job_finished)."""
 
 
 def judged(
@@ -97,6 +100,7 @@ def judged(
     refused: dict[str, None] = {}  # a dict, as an ordered set: a missing namespace refuses every object alike
     absent: dict[str, None] = {}  # what the sample pods name that is not there, as admission found it
     taken: list[str] = []
+    finished = ""
     sent = [*objects, *pods]
     named = references.references(spec)
     looks = list(dict.fromkeys(reference.path(spec.namespace) for reference in named))  # each object once
@@ -112,13 +116,16 @@ def judged(
             else:
                 refused.update(dict.fromkeys(filter(None, [_refusal(obj, found, spec)])))
         elif answer is not None:
-            taken.extend(filter(None, [_taken(obj, answer, owner, spec)]))
+            if not_ours := _taken(obj, answer, owner, spec):
+                taken.append(not_ours)
+            elif obj["kind"] == "Job" and not _run_again(obj, answer):
+                finished = job_finished(answer)
     if any(kube.POD_SECURITY in line for line in refused) and not spec.restricted:
         refused[RESTRICTED_FITS] = None
     if refused.keys() & {_no_namespace(spec), _namespace_going(spec)}:  # nothing can be made in it: the one problem
         return Judged(list(refused), taken, no_namespace=_no_namespace(spec) in refused)
     missing, doubts = references.judged(spec.namespace, named, dict(zip(looks, answers[len(sent) :], strict=True)))
-    return Judged(list(refused), taken, missing=[*missing, *absent], doubts=doubts)
+    return Judged(list(refused), taken, missing=[*missing, *absent], doubts=doubts, finished=finished)
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> Any | None:
@@ -148,6 +155,15 @@ def _taken(obj: manifests.Manifest, there: Any, owner: str, spec: MiniClusterSpe
     whose = f"Pulumi stack {made_by!r}" if made_by else f"no Pulumi stack{listed}"
     going = ", and being deleted: once it is gone the name is free" if there.metadata.deletion_timestamp else ""
     return f"the {obj['kind']} {obj['metadata']['name']!r} ({key}), made by {whose}{going}"
+
+
+def _run_again(job: manifests.Manifest, there: Any) -> bool:
+    """Whether `pulumi up` replaces the Job that is `there` for minicluster:rerun (names.RERUN), which is
+    what to do once it is over; other changes that replace it wait for the ConfigMaps' names to be known."""
+    wanted = (job["spec"]["template"]["metadata"].get("annotations") or {}).get(names.RERUN)
+    template = there.spec.template if there.spec is not None else None
+    live = (template.metadata.annotations if template is not None and template.metadata is not None else None) or {}
+    return bool(wanted != live.get(names.RERUN))
 
 
 def _refusal(obj: manifests.Manifest, found: kube.ApiProblem, spec: MiniClusterSpec) -> str | None:

@@ -120,6 +120,28 @@ def test_the_instance_follows_each_resize(interactive: StackOnRealNode) -> None:
     assert online_ranks(interactive) == "0-1"
 
 
+@pytest.mark.realflux
+def test_after_flux_shutdown_pulumi_up_says_the_instance_ended_and_rerun_starts_it_anew(
+    interactive: StackOnRealNode,
+) -> None:
+    """The Job completes with the instance. A `pulumi up` said nothing of it, and one with a new size said
+    the Scale was updated while no broker ran."""
+    interactive.flux(0, "shutdown", "--quiet")
+    wait_until(lambda: interactive.condition("Complete") == "True", "the Job to complete with its instance", 60)
+    unchanged = interactive.stack.up().stdout
+    assert "MiniCluster 'interactive' is not running: its Job has completed, so its instance ended" in unchanged
+    configure_size(interactive, 2)
+    resized = interactive.stack.up(check=False)
+    assert resized.returncode != 0
+    assert "there is no cluster to resize to 2 brokers. To start it anew at that size, set minicluster:rerun" in (
+        resized.stdout
+    )
+    interactive.stack.configure({**interactive.stack.config, "rerun": 1})
+    rerun = interactive.stack.up().stdout
+    assert "not running" not in rerun
+    wait_until(lambda: online_ranks(interactive) == "0-1", "a new instance of two brokers", 60, poll=0.5)
+
+
 def test_pulumi_destroy_stops_the_instance_and_leaves_nothing(interactive: StackOnRealNode) -> None:
     interactive.stack.destroy()
     assert interactive.left() == {}
