@@ -1,4 +1,6 @@
-"""`minicluster logs`: one rank's broker log, or every rank's, merged as the brokers write them."""
+"""`minicluster logs`: one rank's broker log, or every rank's, merged as the brokers write them.
+Following, a rank's log goes on in its replacement pod (rank 0 handed over after an eviction, a worker
+replaced), as long as the Job runs: a follow ended with the pod, and said nothing of why."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from typing import Any
 from flux_minicluster.cluster import objects
 from flux_minicluster.cluster.deployed import EXIT_NOT_RUNNING, EXIT_OK, Cluster, Failure, note
 from flux_minicluster.cluster.status import live_size, pod_state, without_pods
+from flux_minicluster.cluster.waiting import Clock
 
 
 def cmd_logs(cluster: Cluster, rank: int, follow: bool) -> int:
@@ -20,7 +23,7 @@ def cmd_logs(cluster: Cluster, rank: int, follow: bool) -> int:
     if state.restarting:
         note(f"rank {rank}'s broker is not running ({state}); the log of its last run:")
     shown = 0
-    for line in cluster.log_lines(pod, follow=follow and not state.restarting, previous=state.restarting):
+    for _, line in _rank_lines(cluster, rank, pod, follow and not state.restarting, state.restarting):
         print(line, flush=follow)
         shown += 1
     if not shown:
@@ -28,6 +31,42 @@ def cmd_logs(cluster: Cluster, rank: int, follow: bool) -> int:
     if state.label == "Failed":
         note(f"rank {rank}'s pod failed ({state.detail})")
     return EXIT_OK
+
+
+def _rank_lines(
+    cluster: Cluster, rank: int, pod: Any, follow: bool, previous: bool, clock: Clock | None = None
+) -> Iterator[tuple[int, str]]:
+    """The rank's log; following, on through each pod that replaces it, until the Job is over."""
+    while pod is not None:
+        for line in cluster.log_lines(pod, follow=follow, previous=previous):
+            yield rank, line
+        pod = _replacement(cluster, rank, pod, clock or Clock()) if follow else None
+
+
+def _replacement(cluster: Cluster, rank: int, ended: Any, clock: Clock) -> Any | None:
+    """The pod that replaces `ended`, once it has a log; None when none will (the Job is over, the rank
+    succeeded or left the cluster). Said on stderr, so that the log itself stays as the brokers wrote it."""
+    name, waiting = ended.metadata.name, False
+    while True:
+        job = cluster.job()
+        if finished := objects.job_finished(job):
+            note(f"rank {rank}'s pod {name} ended, and the Job has {finished}")
+            return None
+        if rank >= live_size(job, cluster.spec):
+            note(f"rank {rank}'s pod {name} ended: the cluster shrank below it")
+            return None
+        pods = [pod for pod in cluster.pods() if objects.pod_rank(pod) == rank]
+        before = next((pod_state(pod) for pod in pods if pod.metadata.name == name), None)
+        if before is not None and before.label == "Succeeded":
+            return None  # a Job never runs a succeeded index again
+        for pod in pods:
+            if pod.metadata.name != name and pod_state(pod).has_log:
+                note(f"rank {rank}'s pod {name} ended; following its replacement, {pod.metadata.name}")
+                return pod
+        if not waiting and (before is None or before.finished):  # not while its end is still on its way
+            note(f"rank {rank}'s pod {name} ended; waiting for its replacement (Ctrl-C to stop)")
+            waiting = True
+        clock.sleep(clock.poll)
 
 
 def cmd_logs_all(cluster: Cluster, follow: bool) -> int:
@@ -67,8 +106,8 @@ def _merged(cluster: Cluster, readable: list[tuple[int, Any, bool]], _follow: bo
 
     def read(rank: int, pod: Any, previous: bool) -> None:
         try:
-            for line in cluster.log_lines(pod, follow=not previous, previous=previous):
-                lines.put((rank, line))
+            for line in _rank_lines(cluster, rank, pod, not previous, previous):
+                lines.put(line)
         except Failure as failure:
             lines.put(failure)
         finally:

@@ -179,6 +179,38 @@ def test_logs_all_follow_prints_lines_as_the_brokers_write_them(kube_api: Cluste
         ]
 
 
+def test_logs_follow_goes_on_in_the_pod_that_replaces_the_rank_until_the_job_ends(
+    kube_api: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rank 0 evicted and handed over: the follow ended with its pod, saying nothing. Each step here waits
+    for the tool to have asked for the log it is about (the stand-in records every request)."""
+    all_running(kube_api)
+    replacement = broker_pod(0, running(BROKER))
+    replacement["metadata"]["name"] = "dev-0-fghij"
+
+    def asked_for_log_of(pod: str) -> None:
+        deadline = time.monotonic() + 30
+        while not any(path.endswith(f"/pods/{pod}/log") for _, path, _ in list(kube_api.requests)):
+            assert time.monotonic() < deadline, f"the tool never asked for {pod}'s log"
+            time.sleep(0.02)
+
+    def hand_over_then_end() -> None:
+        asked_for_log_of("dev-0-abcde")
+        kube_api.set_pod("default", "dev-0-abcde", status=finished(143, BROKER))
+        kube_api.logs[("default", "dev-0-fghij")] = "rank 0 is up again\n"
+        kube_api.add_pod(replacement)
+        asked_for_log_of("dev-0-fghij")
+        kube_api.jobs[("default", "dev")]["status"]["conditions"] = [{"type": "Complete", "status": "True"}]
+        kube_api.set_pod("default", "dev-0-fghij", status=finished(0, BROKER))
+
+    threading.Thread(target=hand_over_then_end, daemon=True).start()
+    assert cli.main(["logs", "--stack", "dev", "--follow"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "rank 0 is up\nrank 0 is up again\n"
+    assert "rank 0's pod dev-0-abcde ended; following its replacement, dev-0-fghij" in captured.err
+    assert captured.err.endswith("rank 0's pod dev-0-fghij ended, and the Job has completed\n")
+
+
 def test_wait_follows_a_job_to_completion(kube_api: Cluster, capsys: pytest.CaptureFixture[str]) -> None:
     all_running(kube_api)
 
