@@ -12,28 +12,17 @@ import json
 import os
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
+from flux_minicluster.cluster.kubeconfig import CredentialsFailed as CredentialsFailed  # this module's callers'
+from flux_minicluster.cluster.kubeconfig import NoCluster as NoCluster  # this module's callers'
+from flux_minicluster.cluster.kubeconfig import file_client, given_client, one_line, path_in_use, where
 from flux_minicluster.lifelong import lifelong
 
 REQUEST_TIMEOUT = (10.0, 60.0)
 """(connect, read) seconds for one API request: a hung API server fails a step instead of blocking it."""
 
 Kind = Literal["unreachable", "denied", "not-found", "conflict", "rejected", "server-error", "client-side"]
-
-
-def _unreadable_kubeconfig() -> tuple[type[Exception], ...]:
-    """What the client raises for a kubeconfig it cannot use: its own complaint, YAML that does not
-    parse, or YAML that is not a kubeconfig's mapping."""
-    import yaml
-    from kubernetes import config
-
-    return (config.ConfigException, yaml.YAMLError, TypeError, AttributeError, KeyError)
-
-
-class NoCluster(RuntimeError):
-    """No usable kubeconfig context or in-cluster account: the message says which and what exists."""
 
 
 @dataclass(frozen=True)
@@ -124,11 +113,11 @@ def _api_client(context: str | None, given: str | None) -> Any:
     from kubernetes import client, config
 
     if given is not None:
-        api = _given_kubeconfig_client(given, context)
-    elif (kubeconfig := _kubeconfig()) is not None:
-        api = _file_client(kubeconfig, context)
+        api = given_client(given, context)
+    elif (kubeconfig := path_in_use()) is not None:
+        api = file_client(kubeconfig, context)
     elif context is not None:
-        raise NoCluster(f"kubeconfig context {context!r} was asked for, but there is no kubeconfig ({_where()})")
+        raise NoCluster(f"kubeconfig context {context!r} was asked for, but there is no kubeconfig ({where()})")
     elif os.environ.get("KUBERNETES_SERVICE_HOST"):
         configuration = client.Configuration()
         try:
@@ -138,81 +127,11 @@ def _api_client(context: str | None, given: str | None) -> Any:
         api = client.ApiClient(configuration)
     else:
         raise NoCluster(
-            f"no kubeconfig ({_where()}) and not running inside a cluster: point KUBECONFIG at yours, or make "
+            f"no kubeconfig ({where()}) and not running inside a cluster: point KUBECONFIG at yours, or make "
             "a local cluster with `kind create cluster`"
         )
     api.configuration.retries = _retries()
     return api
-
-
-def _kubeconfig() -> str | None:
-    """The kubeconfig path(s) kubectl would read, if any exists (KUBECONFIG may list several)."""
-    value = os.environ.get("KUBECONFIG") or "~/.kube/config"
-    paths = [part for part in value.split(os.pathsep) if part]
-    return value if any(Path(path).expanduser().is_file() for path in paths) else None
-
-
-def _where() -> str:
-    return f"KUBECONFIG={os.environ['KUBECONFIG']}" if os.environ.get("KUBECONFIG") else "~/.kube/config"
-
-
-def _given_kubeconfig_client(given: str, context: str | None) -> Any:
-    """A client from the kubeconfig the provider was given: its text, when it reads as a kubeconfig's
-    YAML (or JSON) mapping, else the file it names (as the provider reads it, `~` expanded). The text
-    holds credentials: no message quotes it, not even as a file name (one line of JSON is a valid one)."""
-    import yaml
-    from kubernetes import config
-
-    where = "the kubeconfig given to the Kubernetes provider"
-    try:
-        loaded = yaml.safe_load(given)
-    except yaml.YAMLError:
-        loaded = None
-    if not isinstance(loaded, dict):
-        path = Path(given).expanduser()
-        try:
-            named = path.is_file()
-        except OSError:  # not a name this machine's files can have (too long, say)
-            named = False
-        if not named:
-            raise NoCluster(f"{where} is neither a file that exists nor a kubeconfig's YAML text")
-        return _file_client(str(path), context)
-    _check_context(_contexts(loaded, where), where, context)
-    try:
-        return config.new_client_from_config_dict(loaded, context=context)  # type: ignore[no-untyped-call]
-    except _unreadable_kubeconfig() as error:
-        raise NoCluster(f"{where} is not usable: {_one_line(str(error))}") from None
-
-
-def _file_client(kubeconfig: str, context: str | None) -> Any:
-    """A client from the kubeconfig file(s) at `kubeconfig` (as KUBECONFIG lists them)."""
-    from kubernetes import config
-
-    _check_context(_contexts(kubeconfig, f"the kubeconfig {kubeconfig}"), kubeconfig, context)
-    try:
-        return config.new_client_from_config(config_file=kubeconfig, context=context)  # type: ignore[no-untyped-call]
-    except _unreadable_kubeconfig() as error:
-        raise NoCluster(f"the kubeconfig {kubeconfig} is not usable: {_one_line(str(error))}") from None
-
-
-def _contexts(kubeconfig: str | dict[str, Any], where: str) -> list[str]:
-    """The names of the kubeconfig's contexts (a path or the loaded text)."""
-    from kubernetes import config
-
-    try:
-        if isinstance(kubeconfig, str):
-            contexts, _ = config.list_kube_config_contexts(config_file=kubeconfig)  # type: ignore[no-untyped-call]
-        else:
-            contexts = kubeconfig.get("contexts") or []
-        return [entry["name"] for entry in contexts or []]
-    except _unreadable_kubeconfig() as error:
-        raise NoCluster(f"{where} is not usable: {_one_line(str(error))}") from None
-
-
-def _check_context(names: list[str], where: str, context: str | None) -> None:
-    if context is not None and context not in names:
-        known = ", ".join(names) if names else "none"
-        raise NoCluster(f"kubeconfig context {context!r} does not exist in {where}; its contexts: {known}")
 
 
 def _retries() -> Any:
@@ -236,8 +155,8 @@ def problem(error: BaseException) -> ApiProblem:
     if isinstance(error, urllib3.exceptions.HTTPError | OSError):
         return ApiProblem("unreachable", None, _connection_message(error))
     if isinstance(error, pydantic.ValidationError | ApiTypeError | ApiValueError | TypeError | ValueError):
-        return ApiProblem("client-side", None, _one_line(str(error)))
-    return ApiProblem("client-side", None, f"{type(error).__name__}: {_one_line(str(error))}")
+        return ApiProblem("client-side", None, one_line(str(error)))
+    return ApiProblem("client-side", None, f"{type(error).__name__}: {one_line(str(error))}")
 
 
 def _kind(status: int) -> Kind:
@@ -270,7 +189,7 @@ def _from_status_zero(reason: str) -> ApiProblem:
     """A websocket upgrade (exec) refused by the API server comes back as status 0 with the answer inside."""
     handshake = HANDSHAKE.search(reason)
     if handshake is None:
-        return ApiProblem("unreachable", None, _one_line(reason))
+        return ApiProblem("unreachable", None, one_line(reason))
     status = int(handshake.group(1))
     message = re.search(r'"message":\s*"((?:[^"\\]|\\.)*)"', reason)
     detail = json.loads(f'"{message.group(1)}"') if message else f"HTTP {status}"
@@ -284,11 +203,7 @@ def _connection_message(error: BaseException) -> str:
         return errno.group(1).strip()
     if "timed out" in text.lower():
         return "the API server did not answer in time"
-    return _one_line(text)
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
+    return one_line(text)
 
 
 def failure(doing: str, error: BaseException) -> RuntimeError:

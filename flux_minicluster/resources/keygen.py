@@ -106,6 +106,8 @@ class KeygenPodProvider(_StableCertificateProvider):
 
         try:
             api_client = inputs.api_client()
+        except kube.CredentialsFailed as error:
+            raise KeygenError(str(error)) from None
         except kube.NoCluster as error:
             raise KeygenError(f"{error}; set kubernetes:context to one of your contexts") from None
         manifest, timeout, schedule_timeout = inputs.keygen_pod()

@@ -7,6 +7,7 @@ and the keygen pod failed."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -77,3 +78,55 @@ def test_a_preview_before_the_providers_kubeconfig_is_known_shows_the_component_
     previewed = stack.pulumi("preview")
     assert "the Kubernetes provider's kubeconfig not known until the resources it comes from exist" in previewed.stdout
     assert "minicluster:index:CurveCertificate" not in previewed.stdout
+
+
+def with_credential_plugin(control_plane: ControlPlane, tmp_path: Path, plugin_says: str) -> Path:
+    """The control plane's kubeconfig, its user's token given by a credential plugin (`exec`), as the
+    clouds' kubeconfigs give theirs: `plugin_says` is the plugin's shell script."""
+    plugin = tmp_path / "credential-plugin"
+    plugin.write_text(f"#!/bin/sh\n{plugin_says}\n")
+    plugin.chmod(0o755)
+    kubeconfig = yaml.safe_load(control_plane.kubeconfig.read_text())
+    kubeconfig["users"][0]["user"] = {
+        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(kubeconfig))
+    return path
+
+
+def test_a_kubeconfig_whose_credential_plugin_gives_the_token_runs_the_job(
+    stack_on_node: Callable[..., StackOnNode], control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    credential = {"apiVersion": "client.authentication.k8s.io/v1", "kind": "ExecCredential",
+                  "status": {"token": control_plane.admin_token}}  # fmt: skip
+    dev = stack_on_node("dev", **example("dev"))
+    dev.stack.env["KUBECONFIG"] = str(
+        with_credential_plugin(control_plane, tmp_path, f"echo '{json.dumps(credential)}'")
+    )
+    done = dev.stack.up()
+    assert SKIPPED not in done.stdout + done.stderr
+    assert dev.condition("Complete") == "True"
+
+
+def test_a_credential_plugin_that_fails_stops_pulumi_up_in_its_own_words_before_anything_is_created(
+    stack_on_node: Callable[..., StackOnNode], control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """Not logged in to the cloud, say. The `kubernetes` client logged the plugin's failure and went on
+    without credentials: the admission check was skipped and the keygen pod refused, each as
+    `system:anonymous` lacking RBAC rights, and the plugin's words were a bare `ERROR:root:` line."""
+    dev = stack_on_node("dev", **example("dev"))
+    failing = "echo 'error: you are not logged in: run cloud-login' >&2; exit 1"
+    kubeconfig = with_credential_plugin(control_plane, tmp_path, failing)
+    dev.stack.env["KUBECONFIG"] = str(kubeconfig)
+    refused = dev.stack.up(check=False)
+    said = refused.stdout + refused.stderr
+    assert refused.returncode != 0
+    assert (
+        f"error: the credential plugin of the kubeconfig {kubeconfig} (its user's `exec`) gave no credentials: exec: "
+        "process returned 1. error: you are not logged in: run cloud-login. Run `kubectl get namespaces` with the "
+        "same kubeconfig and context to see it fail, then log in again.\n    Nothing was created."
+    ) in said
+    assert "system:anonymous" not in said and "ERROR:root" not in said
+    assert dev.stack.resource_types() == ["pulumi:pulumi:Stack"]
+    assert dev.left() == {}

@@ -45,6 +45,8 @@ def check(spec: MiniClusterSpec, access: kube.Access, owner: str, *, preview: bo
     pod = broker_pod(spec)
     try:
         api_client = access.client()
+    except kube.CredentialsFailed as error:  # nothing could be created: the Kubernetes provider fails too
+        return Verdict(refused=f"{error}.\nNothing was created.")
     except kube.NoCluster as error:
         return Verdict(warnings=[f"admission check skipped: {error}"])
     warnings = []
