@@ -17,20 +17,24 @@ from flux_minicluster.ops import cli
 from tests.kube_api import Cluster
 
 
-def with_plugin(api: Cluster, tmp_path: Path, script: str | None) -> Path:
-    """The stand-in's kubeconfig, its user's token from a plugin running `script` (None: a plugin that
-    is not installed)."""
+def with_credential_plugin(kubeconfig: Path, tmp_path: Path, script: str | None) -> Path:
+    """A copy of `kubeconfig` whose user's credentials come from a plugin running the shell `script`
+    (None: a plugin that is not installed), as the clouds' kubeconfigs get theirs."""
     plugin = tmp_path / "credential-plugin"
     if script is not None:
         plugin.write_text(f"#!/bin/sh\n{script}\n")
         plugin.chmod(0o755)
-    kubeconfig = yaml.safe_load(api.kubeconfig.read_text())
-    kubeconfig["users"][0]["user"] = {
+    loaded = yaml.safe_load(kubeconfig.read_text())
+    loaded["users"][0]["user"] = {
         "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}
     }
     path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(kubeconfig))
+    path.write_text(yaml.safe_dump(loaded))
     return path
+
+
+def with_plugin(api: Cluster, tmp_path: Path, script: str | None) -> Path:
+    return with_credential_plugin(api.kubeconfig, tmp_path, script)
 
 
 def test_a_plugin_that_fails_is_the_error_in_its_own_words(

@@ -45,17 +45,23 @@ def test_batch_runs_one_flux_batch_whose_output_goes_to_the_pod_log(tmp_path: Pa
     assert "minicluster[rank 0]: batch job f2ZvLjeF submitted" in run.stderr
 
 
-def test_the_batch_script_shows_every_jobs_output_in_order_and_fails_if_one_failed(tmp_path: Path) -> None:
-    pods = Pods(tmp_path, mode="batch", command="echo one\nfalse\necho three\n")
-    (tmp_path / "batch-state").mkdir()
+def run_batch_script(pods: Pods, **env: str) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+    """The batch job's script as the batch job runs it (bash), with the stand-in `flux`: its run, and
+    the `flux` commands it ran."""
+    state, log = pods.tmp / "batch-state", pods.tmp / "batch.jsonl"
+    state.mkdir()
     batch = subprocess.run(
         ["bash", str(pods.run_dir / "batch.sh")], capture_output=True, text=True, check=False,
-        env={"PATH": f"{pods.bin}:{os.environ['PATH']}", "STANDIN_LOG": str(tmp_path / "batch.jsonl"),
-             "MC_STATE_DIR": str(tmp_path / "batch-state"), "STANDIN_EXITS_JOB": "0 7 0"},
+        env={"PATH": f"{pods.bin}:{os.environ['PATH']}", "STANDIN_LOG": str(log), "MC_STATE_DIR": str(state), **env},
     )  # fmt: skip
+    return batch, [json.loads(line)["argv"] for line in log.read_text().splitlines()]
+
+
+def test_the_batch_script_shows_every_jobs_output_in_order_and_fails_if_one_failed(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, mode="batch", command="echo one\nfalse\necho three\n")
+    batch, calls = run_batch_script(pods, STANDIN_EXITS_JOB="0 7 0")
     assert batch.stdout == "output of job f1\noutput of job f2\noutput of job f3\n"
     assert batch.returncode == 1
-    calls = [json.loads(line)["argv"] for line in (tmp_path / "batch.jsonl").read_text().splitlines()]
     assert calls == [["submit", "echo", "one"], ["submit", "false"], ["submit", "echo", "three"],
                      ["job", "attach", "f1"], ["job", "attach", "f2"], ["job", "attach", "f3"]]  # fmt: skip
 
@@ -63,14 +69,8 @@ def test_the_batch_script_shows_every_jobs_output_in_order_and_fails_if_one_fail
 def test_the_batch_script_submits_a_command_over_several_lines_as_one(tmp_path: Path) -> None:
     """bash runs the script: a quoted line break and a backslash at a line's end each made it a syntax error."""
     pods = Pods(tmp_path, mode="batch", command="sh -c 'echo a\necho b'\nlmp -in x \\\n  -var y 2\n")
-    (tmp_path / "batch-state").mkdir()
-    batch = subprocess.run(
-        ["bash", str(pods.run_dir / "batch.sh")], capture_output=True, text=True, check=False,
-        env={"PATH": f"{pods.bin}:{os.environ['PATH']}", "STANDIN_LOG": str(tmp_path / "batch.jsonl"),
-             "MC_STATE_DIR": str(tmp_path / "batch-state")},
-    )  # fmt: skip
+    batch, calls = run_batch_script(pods)
     assert batch.returncode == 0, batch.stderr
-    calls = [json.loads(line)["argv"] for line in (tmp_path / "batch.jsonl").read_text().splitlines()]
     assert calls[:2] == [["submit", "sh", "-c", "echo a\necho b"], ["submit", "lmp", "-in", "x", "-var", "y", "2"]]
 
 

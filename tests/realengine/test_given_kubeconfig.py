@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.cluster.test_credential_plugin import with_credential_plugin
 from tests.engines.control_plane import ControlPlane
 from tests.harness import example
 from tests.realengine.pulumi_stack import Stack, StackOnNode, example_program, example_properties
@@ -80,21 +81,6 @@ def test_a_preview_before_the_providers_kubeconfig_is_known_shows_the_component_
     assert "minicluster:index:CurveCertificate" not in previewed.stdout
 
 
-def with_credential_plugin(control_plane: ControlPlane, tmp_path: Path, plugin_says: str) -> Path:
-    """The control plane's kubeconfig, its user's token given by a credential plugin (`exec`), as the
-    clouds' kubeconfigs give theirs: `plugin_says` is the plugin's shell script."""
-    plugin = tmp_path / "credential-plugin"
-    plugin.write_text(f"#!/bin/sh\n{plugin_says}\n")
-    plugin.chmod(0o755)
-    kubeconfig = yaml.safe_load(control_plane.kubeconfig.read_text())
-    kubeconfig["users"][0]["user"] = {
-        "exec": {"apiVersion": "client.authentication.k8s.io/v1", "command": str(plugin), "interactiveMode": "Never"}
-    }
-    path = tmp_path / "kubeconfig"
-    path.write_text(yaml.safe_dump(kubeconfig))
-    return path
-
-
 def test_a_kubeconfig_whose_credential_plugin_gives_the_token_runs_the_job(
     stack_on_node: Callable[..., StackOnNode], control_plane: ControlPlane, tmp_path: Path
 ) -> None:
@@ -102,7 +88,7 @@ def test_a_kubeconfig_whose_credential_plugin_gives_the_token_runs_the_job(
                   "status": {"token": control_plane.admin_token}}  # fmt: skip
     dev = stack_on_node("dev", **example("dev"))
     dev.stack.env["KUBECONFIG"] = str(
-        with_credential_plugin(control_plane, tmp_path, f"echo '{json.dumps(credential)}'")
+        with_credential_plugin(control_plane.kubeconfig, tmp_path, f"echo '{json.dumps(credential)}'")
     )
     done = dev.stack.up()
     assert SKIPPED not in done.stdout + done.stderr
@@ -117,7 +103,7 @@ def test_a_credential_plugin_that_fails_stops_pulumi_up_in_its_own_words_before_
     `system:anonymous` lacking RBAC rights, and the plugin's words were a bare `ERROR:root:` line."""
     dev = stack_on_node("dev", **example("dev"))
     failing = "echo 'error: you are not logged in: run cloud-login' >&2; exit 1"
-    kubeconfig = with_credential_plugin(control_plane, tmp_path, failing)
+    kubeconfig = with_credential_plugin(control_plane.kubeconfig, tmp_path, failing)
     dev.stack.env["KUBECONFIG"] = str(kubeconfig)
     refused = dev.stack.up(check=False)
     said = refused.stdout + refused.stderr
