@@ -55,9 +55,18 @@ def test_a_service_another_stack_made_stops_pulumi_up_before_anything_is_created
         "  - the Service 'dev' (minicluster:name), made by Pulumi stack 'organization/minicluster/other'\n"
         "pulumi-kubernetes creates by server-side apply: it would take each over, and this stack's `pulumi destroy` "
         "delete it. Give this MiniCluster names of its own by the key named, or another minicluster:namespace.\n"
+        "If this stack was renamed from 'other' (`pulumi stack rename`), they are its own: one `pulumi up` with "
+        "minicluster:admission off marks them as this stack's (then set it back).\n"
         "Nothing was created."
     )
     assert deployment.resources == []
+
+
+def test_objects_of_another_project_are_not_said_to_be_a_renamed_stacks(kube_api: Cluster) -> None:
+    kube_api.nodes = FOUR
+    store(kube_api, "Service", "dev", "organization/other-project/dev")
+    message, _ = deploy_rejected(config())
+    assert "made by Pulumi stack 'organization/other-project/dev'" in message and "renamed" not in message
 
 
 def test_a_job_no_pulumi_stack_made_is_refused_with_who_made_it(kube_api: Cluster) -> None:

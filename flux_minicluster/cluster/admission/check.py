@@ -69,7 +69,7 @@ def check(spec: MiniClusterSpec, access: kube.Access, owner: str, *, preview: bo
         ]  # fmt: skip
         found = dataclasses.replace(found, missing=[])
     if found.refused or found.taken or found.missing:
-        return Verdict(refused=_dry_run_refusal(spec, found))
+        return Verdict(refused=_dry_run_refusal(spec, found, owner))
     queue = spec.job_labels.get(KUEUE_QUEUE)
     if queue and spec.suspend:  # the room is Kueue's to judge; what the API server refuses is not
         return Verdict(
@@ -160,7 +160,7 @@ def _namespace_to_come(spec: MiniClusterSpec) -> str:
     )
 
 
-def _dry_run_refusal(spec: MiniClusterSpec, found: dry_run.Judged) -> str:
+def _dry_run_refusal(spec: MiniClusterSpec, found: dry_run.Judged, owner: str) -> str:
     said = []
     if found.refused:
         said += [f"the API server refuses MiniCluster {spec.name!r} (a dry run):", *(f"  - {x}" for x in found.refused)]
@@ -177,7 +177,20 @@ def _dry_run_refusal(spec: MiniClusterSpec, found: dry_run.Judged) -> str:
             "destroy` delete it. Give this MiniCluster names of its own by the key named, or another "
             "minicluster:namespace.",
         ]  # fmt: skip
+        said += _renamed_from(found.taken_by, owner)
     return "\n".join([*said, "Nothing was created."])
+
+
+def _renamed_from(taken_by: list[str], owner: str) -> list[str]:
+    """`pulumi stack rename` of a stack whose MiniCluster keeps its own name: its objects still name the
+    old stack, and the program cannot tell a renamed stack from another one of the same project."""
+    project = owner.rsplit("/", 1)[0] + "/"
+    if len(taken_by) != 1 or not taken_by[0].startswith(project):
+        return []
+    return [
+        f"If this stack was renamed from {taken_by[0].removeprefix(project)!r} (`pulumi stack rename`), they are "
+        "its own: one `pulumi up` with minicluster:admission off marks them as this stack's (then set it back)."
+    ]
 
 
 def read(

@@ -88,6 +88,8 @@ class Judged:
     """Warnings of what the pods name: what could not be looked for, and why; a pull Secret not there."""
     finished: str = ""
     """This stack's Job, when it is there already and over: how it ended (objects.job_finished)."""
+    taken_by: list[str] = dataclasses.field(default_factory=list)
+    """The stacks that made the objects in `taken`, each once (none for objects no stack made)."""
 
 
 def judged(
@@ -100,6 +102,7 @@ def judged(
     refused: dict[str, None] = {}  # a dict, as an ordered set: a missing namespace refuses every object alike
     absent: dict[str, None] = {}  # what the sample pods name that is not there, as admission found it
     taken: list[str] = []
+    taken_by: list[str] = []
     finished = ""
     sent = [*objects, *pods]
     named = references.references(spec)
@@ -118,6 +121,7 @@ def judged(
         elif answer is not None:
             if not_ours := _taken(obj, answer, owner, spec):
                 taken.append(not_ours)
+                taken_by.extend(filter(None, [(answer.metadata.annotations or {}).get(names.OWNER)]))
             elif obj["kind"] == "Job" and not _run_again(obj, answer):
                 finished = job_finished(answer)
     if any(kube.POD_SECURITY in line for line in refused) and not spec.restricted:
@@ -125,7 +129,10 @@ def judged(
     if refused.keys() & {_no_namespace(spec), _namespace_going(spec)}:  # nothing can be made in it: the one problem
         return Judged(list(refused), taken, no_namespace=_no_namespace(spec) in refused)
     missing, doubts = references.judged(spec.namespace, named, dict(zip(looks, answers[len(sent) :], strict=True)))
-    return Judged(list(refused), taken, missing=[*missing, *absent], doubts=doubts, finished=finished)
+    return Judged(
+        list(refused), taken, missing=[*missing, *absent], doubts=doubts, finished=finished,
+        taken_by=list(dict.fromkeys(taken_by)),
+    )  # fmt: skip
 
 
 def _create(api_client: Any, obj: manifests.Manifest, timeout: tuple[float, float]) -> Any | None:

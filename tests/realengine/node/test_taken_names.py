@@ -42,3 +42,26 @@ def test_a_second_stack_of_the_same_name_is_refused_and_the_first_keeps_its_obje
     assert left_in(admin, namespace) == before
     upped = first.stack.up().stdout  # its own objects are its own to update: nothing to do
     assert "updated" not in upped and "replaced" not in upped, upped
+
+
+def test_after_pulumi_stack_rename_the_refusal_says_how_to_take_the_objects_back(
+    admin: client.ApiClient, control_plane: ControlPlane, namespace: str, tmp_path: Path, real_node: NodeInfo
+) -> None:
+    """With minicluster:name set (else the name follows the stack's, and a rename makes a new MiniCluster):
+    the objects name the old stack, which the program cannot tell from another stack of the project."""
+    cluster = StackOnRealNode(admin, control_plane, namespace, tmp_path / "first", "first", SHARED)
+    cluster.stack.up()
+    job = cluster.job().metadata.uid
+    cluster.stack.pulumi("stack", "rename", "second")  # its stack file too
+    cluster.stack.name = "second"
+    refused = cluster.stack.up(check=False)
+    assert refused.returncode != 0
+    assert (
+        "If this stack was renamed from 'first' (`pulumi stack rename`), they are its own: one `pulumi up` with "
+        "minicluster:admission off marks them as this stack's (then set it back)."
+    ) in refused.stdout
+    cluster.stack.configure({**cluster.stack.config, "admission": "off"})
+    cluster.stack.up()
+    cluster.stack.configure({**cluster.stack.config, "admission": "refuse"})
+    again = cluster.stack.up().stdout
+    assert "renamed" not in again and cluster.job().metadata.uid == job  # the same Job all along
