@@ -1,6 +1,7 @@
-"""The JobDeletion resource: the elastic Job depends on it, so Pulumi deletes it after the Job, and its
-delete waits until the Job and its pods are gone (flux_minicluster.cluster.deletion). It is replaced, delete
-first, whenever the Job is, so that a replaced Job is gone before the new one is created."""
+"""The JobDeletion resource: the Job depends on it, so Pulumi deletes it after the Job, and its delete
+waits until the Job and its pods are gone (flux_minicluster.cluster.deletion). It is replaced, delete
+first, whenever the Job is, so that a replaced Job is gone before the new one is created. pulumi-kubernetes
+awaits a one-shot Job's deletion itself, but not an elastic one's (skipAwait), whatever replaces it."""
 
 from __future__ import annotations
 

@@ -92,7 +92,7 @@ class MiniCluster(pulumi.ComponentResource):
         )
         # A queue (e.g. Kueue) resumes a suspended Job by setting spec.suspend: Pulumi must not undo that.
         ignore = (["spec.suspend"] if spec.suspend else []) + (JOB_SIZE_FIELDS if spec.elastic else [])
-        deleted_first = [self._job_deletion(name, args, job_manifest)] if spec.elastic else []
+        deleted_first = [self._job_deletion(name, args, job_manifest)]
         job_revision = revision(job_manifest)
         # replace_with: the engine deletes a dependent before a delete-before-replace resource only when
         # it is replaced with it; a dependsOn edge alone is not enough (the JobDeletion would wait for a
@@ -100,7 +100,7 @@ class MiniCluster(pulumi.ComponentResource):
         job = self._named(
             f"{name}-job", with_revision(job_manifest, job_revision), replace_on_changes=JOB_IMMUTABLE_FIELDS,
             ignore_changes=ignore, depends_on=deleted_first + self._api_access(name, spec, scale_config.name),
-            replace_with=deleted_first or None,
+            replace_with=deleted_first,
         )  # fmt: skip
         # A queue holding the Job back is not a scheduling failure: a suspended Job has no guard.
         guard = None if spec.suspend else self._scheduling_guard(name, args, job_revision, job)
@@ -206,7 +206,10 @@ class MiniCluster(pulumi.ComponentResource):
         return SchedulingGuard(f"{name}-scheduling", inputs, opts, packaged=args.packaged)
 
     def _job_deletion(self, name: str, args: MiniClusterArgs, job_manifest: manifests.Manifest) -> JobDeletion:
-        """Before the elastic Job, so that it is deleted after it: its delete waits for the Job's pods."""
+        """Before the Job, so that it is deleted after it: its delete waits for the Job's pods. A one-shot
+        Job has one too: pulumi-kubernetes awaits a Job's deletion by the old Job's own annotations, so an
+        elastic Job (skipAwait) replaced by a one-shot one was not awaited, and the new Job's create met
+        the old one still there (a field conflict, on the real engines)."""
         spec = args.spec
         inputs = {
             "namespace": spec.namespace, "job": spec.name, "selector": labels(spec, "broker"),

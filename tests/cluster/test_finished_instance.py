@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from flux_minicluster.builders.names import SKIP_AWAIT
 from flux_minicluster.cluster import admission
 from tests.cluster.test_dry_run import verdict
 from tests.cluster.test_taken_names import store
@@ -23,9 +24,12 @@ SHUT_DOWN = (
 )
 
 
-def finished_job(api: Cluster, condition: str | None, reason: str | None = None) -> None:
+def finished_job(api: Cluster, condition: str | None, reason: str | None = None, elastic: bool = True) -> None:
+    """This stack's Job, as it is there: an elastic one (not awaited), or a one-shot command's."""
     api.nodes = FOUR
-    store(api, "Job", "dev", OWNER)["status"] = job(condition, reason)["status"]
+    stored = store(api, "Job", "dev", OWNER)
+    stored["status"] = job(condition, reason)["status"]
+    stored["metadata"]["annotations"].update({SKIP_AWAIT: "true"} if elastic else {})
 
 
 @pytest.mark.parametrize("persistent", [{"command": None}, {"mode": "interactive"}])
@@ -48,6 +52,12 @@ def test_a_running_instance_or_a_finished_one_shot_command_is_no_news(
 ) -> None:
     finished_job(kube_api, overrides.pop("condition"))
     assert verdict(**overrides) == admission.Verdict()
+
+
+def test_the_pulumi_up_that_makes_a_one_shot_commands_finished_job_persistent_is_not_told(kube_api: Cluster) -> None:
+    """The dev stack's command done, its command unset: this `pulumi up` replaces the Job anyway."""
+    finished_job(kube_api, "Complete", elastic=False)
+    assert verdict(command=None) == admission.Verdict()
 
 
 def test_the_pulumi_up_that_reruns_it_is_not_told_to(kube_api: Cluster) -> None:

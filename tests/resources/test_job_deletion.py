@@ -46,8 +46,12 @@ def test_a_resize_keeps_the_deletion_and_a_new_pod_template_replaces_it() -> Non
     assert identity(image="fluxrm/flux-sched:noble") != identity()  # a new Job
 
 
-def test_a_one_shot_job_has_none_pulumi_kubernetes_awaits_its_deletion_itself() -> None:
-    assert deploy(config()).of_type(DELETION) == []
+def test_a_one_shot_job_has_one_too_for_an_elastic_job_it_replaces() -> None:
+    """pulumi-kubernetes awaits a Job's deletion by the old Job's annotations: an elastic one (skipAwait)
+    replaced by a one-shot one was not awaited (tests/realengine/node/test_image_change.py)."""
+    deployment = deploy(config())
+    waiter = deployment.one(DELETION)
+    assert deployment.options["dev-job"]["replaceWith"] == [deployment.urn(waiter)]
 
 
 @pytest.fixture(scope="module")

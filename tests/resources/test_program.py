@@ -14,6 +14,7 @@ from tests.plain import is_secret, plain
 
 JOB = "kubernetes:batch/v1:Job"
 GUARD = "pulumi-python:dynamic/minicluster:SchedulingGuard"
+DELETION = "pulumi-python:dynamic/minicluster:JobDeletion"
 SCALE = "pulumi-python:dynamic/minicluster:Scale"
 SERVICE = "kubernetes:core/v1:Service"
 SECRET = "kubernetes:core/v1:Secret"
@@ -46,11 +47,11 @@ def config_map(deployment: Deployment, name: str) -> dict[str, str]:
     return plain(found[0].inputs["data"])  # type: ignore[no-any-return]
 
 
-def test_declares_one_component_with_keygen_secret_three_config_maps_service_job_and_guard(
+def test_declares_one_component_with_keygen_secret_three_config_maps_service_job_its_deletion_and_guard(
     sized: tuple[int, Deployment],
 ) -> None:
     _, deployment = sized
-    assert deployment.kinds == sorted([COMPONENT, KEYGEN, SECRET, *[CONFIG_MAP] * 3, SERVICE, JOB, GUARD])
+    assert deployment.kinds == sorted([COMPONENT, KEYGEN, SECRET, *[CONFIG_MAP] * 3, SERVICE, JOB, DELETION, GUARD])
 
 
 def test_every_child_is_parented_to_the_component_and_prefixed_with_its_name(sized: tuple[int, Deployment]) -> None:

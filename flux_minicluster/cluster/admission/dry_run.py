@@ -122,7 +122,7 @@ def judged(
             if not_ours := _taken(obj, answer, owner, spec):
                 taken.append(not_ours)
                 taken_by.extend(filter(None, [(answer.metadata.annotations or {}).get(names.OWNER)]))
-            elif obj["kind"] == "Job" and not _run_again(obj, answer):
+            elif obj["kind"] == "Job" and _was_elastic(answer) and not _run_again(obj, answer):
                 finished = job_finished(answer)
     if any(kube.POD_SECURITY in line for line in refused) and not spec.restricted:
         refused[RESTRICTED_FITS] = None
@@ -162,6 +162,12 @@ def _taken(obj: manifests.Manifest, there: Any, owner: str, spec: MiniClusterSpe
     whose = f"Pulumi stack {made_by!r}" if made_by else f"no Pulumi stack{listed}"
     going = ", and being deleted: once it is gone the name is free" if there.metadata.deletion_timestamp else ""
     return f"the {obj['kind']} {obj['metadata']['name']!r} ({key}), made by {whose}{going}"
+
+
+def _was_elastic(there: Any) -> bool:
+    """Whether the Job that is there was an elastic one (not awaited: builders.manifests), whose end is
+    its instance's; a one-shot command's Job ends as it should, whatever this `pulumi up` makes of it."""
+    return (there.metadata.annotations or {}).get(names.SKIP_AWAIT) == "true"
 
 
 def _run_again(job: manifests.Manifest, there: Any) -> bool:
