@@ -74,11 +74,22 @@ def _ours(key: str) -> bool:
     return key.startswith(f"{NAMESPACE}:")
 
 
+KUBERNETES_SETTINGS = ("kubernetes:context", "kubernetes:kubeconfig")
+"""The stack's settings that say which cluster `pulumi up` of it deploys to (pulumi-kubernetes')."""
+
+
 def kubernetes_settings(path: Path) -> tuple[str | None, str | None]:
     """The stack's `kubernetes:context` and `kubernetes:kubeconfig`, where the stack file has them in
     plain text: the cluster `pulumi up` of the stack deploys to."""
     config, _ = read_config(path)
     return config.get("kubernetes:context"), config.get("kubernetes:kubeconfig")
+
+
+def encrypted_kubernetes_settings(path: Path) -> list[str]:
+    """Those of KUBERNETES_SETTINGS that the stack file holds encrypted (a kubeconfig holds credentials,
+    so it is set with --secret): only pulumi can read them."""
+    _, encrypted = read_config(path)
+    return [key for key in KUBERNETES_SETTINGS if key in encrypted]
 
 
 def _is_encrypted(value: Any) -> bool:

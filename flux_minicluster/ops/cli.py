@@ -1,5 +1,6 @@
 """Operate a deployed MiniCluster: its stack file says which one, and where (its kubernetes:context and
-kubernetes:kubeconfig where they are in plain text; else the kubeconfig's current context).
+kubernetes:kubeconfig, read with `pulumi config get` where they are encrypted; else the kubeconfig's
+current context).
 
     minicluster list   --stack dev      # pods: rank, state (with the reason), node, restarts, age
     minicluster status --stack dev      # Job state, pods per phase, why pods wait, replacements, the keeper
@@ -20,6 +21,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from rich.console import Console
@@ -53,6 +55,7 @@ from flux_minicluster.cluster.status import (
 from flux_minicluster.cluster.waiting import Clock, Wait
 from flux_minicluster.config import stack_file
 from flux_minicluster.config.loader import ConfigError
+from flux_minicluster.ops import stack_secrets
 from flux_minicluster.ops.logs import cmd_logs, cmd_logs_all
 
 __all__ = ["Cluster", "Console", "cmd_wait", "main"]
@@ -175,6 +178,19 @@ def run(args: argparse.Namespace, cluster: Cluster, console: Console) -> int:
     return cmd_exec(cluster, args.rank, command, sys.stdin.buffer if args.stdin else None)
 
 
+def _stack_cluster(args: argparse.Namespace, path: Path) -> tuple[str | None, str | None]:
+    """The context and kubeconfig of the cluster `pulumi up` of the stack deploys to: its own
+    kubernetes:context and kubernetes:kubeconfig (read by pulumi where they are encrypted), unless
+    given here; else the current context of KUBECONFIG."""
+    context, kubeconfig = stack_file.kubernetes_settings(path)
+    encrypted = stack_file.encrypted_kubernetes_settings(path)
+    if args.context is None and "kubernetes:context" in encrypted:
+        context = stack_secrets.decrypted(args.stack, "kubernetes:context", path.parent)
+    if args.kubeconfig is None and "kubernetes:kubeconfig" in encrypted:
+        kubeconfig = stack_secrets.decrypted(args.stack, "kubernetes:kubeconfig", path.parent)
+    return args.context or context, args.kubeconfig or kubeconfig
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     # Off a terminal (a pipe, a file), a table keeps each row on one line.
@@ -182,8 +198,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         path = stack_file.stack_path(args.stack)
         spec, _ = stack_file.load(path)
-        context, kubeconfig = stack_file.kubernetes_settings(path)  # where `pulumi up` deployed it
-        cluster = Cluster(kube.api_client(args.context or context, args.kubeconfig or kubeconfig), spec, args.stack)
+        cluster = Cluster(kube.api_client(*_stack_cluster(args, path)), spec, args.stack)
         return run(args, cluster, console)
     except (ConfigError, kube.NoCluster) as error:
         print(f"error: {error}", file=sys.stderr)  # plain print: one line, never wrapped

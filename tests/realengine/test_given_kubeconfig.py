@@ -116,3 +116,16 @@ def test_a_credential_plugin_that_fails_stops_pulumi_up_in_its_own_words_before_
     assert "system:anonymous" not in said and "ERROR:root" not in said
     assert dev.stack.resource_types() == ["pulumi:pulumi:Stack"]
     assert dev.left() == {}
+
+
+def test_the_ops_tool_reads_the_stacks_encrypted_kubeconfig_through_pulumi(
+    stack_on_node: Callable[..., StackOnNode], control_plane: ControlPlane, tmp_path: Path
+) -> None:
+    """A kubeconfig set with --secret (it holds credentials): the tool went to KUBECONFIG's current
+    context, another cluster or none, as here."""
+    dev = stack_on_node("dev", **example("dev"))
+    without_kubeconfig(dev, tmp_path)
+    dev.stack.set_secret("kubernetes:kubeconfig", control_plane.kubeconfig.read_text())
+    dev.stack.up()
+    said = dev.stack.ops("status")
+    assert "Complete" in said and control_plane.admin_token not in said
