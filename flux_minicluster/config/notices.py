@@ -23,7 +23,10 @@ SHELL_REFERENCE = re.compile(r"\$(?:\{\w+\}|\w+)")
 
 def config_warnings(raw: Mapping[str, Any], spec: MiniClusterSpec) -> list[str]:
     """Each warning for the stack config `raw`, as valid as `spec` says it is."""
-    found = [_provider_namespace(raw, spec), _suspended_without_a_queue(spec), *_shell_references(spec)]
+    found = [
+        _provider_namespace(raw, spec), _suspended_without_a_queue(spec), _flux_jobs_in_a_job(spec),
+        *_shell_references(spec),
+    ]  # fmt: skip
     return [said for said in found if said]
 
 
@@ -52,6 +55,28 @@ def _suspended_without_a_queue(spec: MiniClusterSpec) -> str | None:
         f"something resumes it (a queue that takes Jobs without that label, or `kubectl patch job {spec.name} "
         f'-n {spec.namespace} -p \'{{"spec":{{"suspend":false}}}}\'`), and `pulumi up` waits for that for up to '
         f"{NAMESPACE}:jobTimeout ({spec.job_timeout}s)"
+    )
+
+
+SUBMITTING = ("run", "submit", "batch", "alloc", "bulksubmit")
+"""The `flux` subcommands that submit a job into the instance they run in."""
+
+
+def _flux_jobs_in_a_job(spec: MiniClusterSpec) -> str | None:
+    """`command: flux run ...` in a mode that submits the command itself: its job holds the nodes, and the
+    job it submits waits for them. On real Flux, `flux run -N1 hostname` at two brokers (tasks as many)
+    waited until jobTimeout, an hour by default, the log saying nothing after the quorum. (The flux-operator
+    has the same rule: a command of flux commands wants its launcher.) A secret command is not looked at."""
+    if spec.command is None or spec.mode not in ("submit", "interactive") or spec.is_secret("command"):
+        return None
+    words = spec.command_args
+    if len(words) < 2 or words[0].rsplit("/", 1)[-1] != "flux" or words[1] not in SUBMITTING:
+        return None
+    return (
+        f"{NAMESPACE}:command is `flux {words[1]} ...`, and mode {spec.mode!r} runs the command as a Flux job of "
+        "its own, which holds the cluster's nodes: the job it submits waits for nodes that its own job holds, for "
+        f"good where none is free (`pulumi up` then waits out {NAMESPACE}:jobTimeout, {spec.job_timeout}s). For a "
+        f"command that runs Flux jobs itself, set {NAMESPACE}:mode to launcher: it is then the instance's program"
     )
 
 

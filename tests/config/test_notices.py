@@ -4,11 +4,15 @@
   provider puts there only objects that name no namespace, and every object of the MiniCluster names its
   own (minicluster:namespace, `default` unless set);
 - a suspended Job that names no Kueue queue runs only once something resumes it, and `pulumi up` waits
-  for that (a real `pulumi up` says only "Waiting for Job to start" until jobTimeout)."""
+  for that (a real `pulumi up` says only "Waiting for Job to start" until jobTimeout);
+- a command of `flux run` (or submit, batch...) in a mode that submits the command as a job itself.
+(And environment values written as for a shell.)"""
 
 from __future__ import annotations
 
 from typing import Any
+
+import pytest
 
 from flux_minicluster.config.loader import load_spec
 from flux_minicluster.config.notices import config_warnings
@@ -79,3 +83,25 @@ def test_a_secret_environments_values_are_not_looked_at() -> None:
     """A warning would show them."""
     raw = {**BASE, "minicluster:environment": {"TOKEN": "$SECRET_PART"}}
     assert config_warnings(raw, load_spec(raw, "dev", ["minicluster:environment"])) == []
+
+
+@pytest.mark.parametrize("mode", ["submit", "interactive"])
+def test_a_command_that_submits_flux_jobs_in_a_mode_that_submits_it_is_warned_of(mode: str) -> None:
+    """On real Flux, `flux run -N1 hostname` at two brokers waited out jobTimeout: its job held the nodes."""
+    assert warnings(**{"minicluster:command": "/usr/bin/flux run -N1 hostname", "minicluster:mode": mode}) == [
+        f"minicluster:command is `flux run ...`, and mode {mode!r} runs the command as a Flux job of its own, which "
+        "holds the cluster's nodes: the job it submits waits for nodes that its own job holds, for good where none "
+        "is free (`pulumi up` then waits out minicluster:jobTimeout, 3600s). For a command that runs Flux jobs "
+        "itself, set minicluster:mode to launcher: it is then the instance's program"
+    ]
+
+
+@pytest.mark.parametrize("command", ["flux run -N1 hostname", "flux resource list", "sh -c 'flux run -N1 hostname'"])
+def test_a_launcher_a_flux_command_that_submits_nothing_or_one_a_shell_runs_is_no_news(command: str) -> None:
+    mode = "launcher" if command == "flux run -N1 hostname" else "submit"
+    assert warnings(**{"minicluster:command": command, "minicluster:mode": mode}) == []
+
+
+def test_a_secret_command_is_not_looked_at() -> None:
+    raw = {**BASE, "minicluster:command": "flux run -N1 hostname"}
+    assert config_warnings(raw, load_spec(raw, "dev", ["minicluster:command"])) == []
