@@ -150,14 +150,15 @@ class Cluster:
         return list(found.items or [])
 
     def pod_of_rank(self, rank: int) -> Any:
+        """The rank's newest pod: a failed one that the Job replaced stays listed (the Job keeps it)."""
         spec, job = self.spec, self.job()
         size = live_size(job, spec)
         if not 0 <= rank < size:
             raise Failure(EXIT_NOT_FOUND, f"MiniCluster {spec.name!r} has no rank {rank} (it has {size}: 0-{size - 1})")
-        for pod in self.pods():
-            if objects.pod_rank(pod) == rank:
-                return pod
-        raise Failure(EXIT_NOT_RUNNING, f"rank {rank} has no pod: {without_pods(job)}; see `status`")
+        mine = [pod for pod in self.pods() if objects.pod_rank(pod) == rank]
+        if not mine:
+            raise Failure(EXIT_NOT_RUNNING, f"rank {rank} has no pod: {without_pods(job)}; see `status`")
+        return mine[-1]
 
     def log_lines(self, pod: Any, *, follow: bool, previous: bool) -> Iterator[str]:
         from kubernetes.watch.watch import iter_resp_lines

@@ -55,18 +55,28 @@ def _replacement(cluster: Cluster, rank: int, ended: Any, clock: Clock) -> Any |
         if rank >= live_size(job, cluster.spec):
             note(f"rank {rank}'s pod {name} ended: the cluster shrank below it")
             return None
-        pods = [pod for pod in cluster.pods() if objects.pod_rank(pod) == rank]
+        pods = [pod for pod in cluster.pods() if objects.pod_rank(pod) == rank]  # the oldest first
         before = next((pod_state(pod) for pod in pods if pod.metadata.name == name), None)
         if before is not None and before.label == "Succeeded":
             return None  # a Job never runs a succeeded index again
-        for pod in pods:
-            if pod.metadata.name != name and pod_state(pod).has_log:
+        for pod in _newer(pods, ended):
+            if pod_state(pod).has_log:
                 note(f"rank {rank}'s pod {name} ended; following its replacement, {pod.metadata.name}")
                 return pod
         if not waiting and (before is None or before.finished):  # not while its end is still on its way
             note(f"rank {rank}'s pod {name} ended; waiting for its replacement (Ctrl-C to stop)")
             waiting = True
         clock.sleep(clock.poll)
+
+
+def _newer(pods: list[Any], ended: Any) -> list[Any]:
+    """The pods (of one rank, the oldest first) made after `ended`: not one it replaced itself, which the
+    Job keeps listed when it failed."""
+    names = [pod.metadata.name for pod in pods]
+    if ended.metadata.name in names:
+        return pods[names.index(ended.metadata.name) + 1 :]
+    since = ended.metadata.creation_timestamp
+    return [pod for pod in pods if since is None or (pod.metadata.creation_timestamp or since) >= since]
 
 
 def cmd_logs_all(cluster: Cluster, follow: bool) -> int:

@@ -103,6 +103,29 @@ def test_a_failed_command_in_exec_exits_1_and_says_its_status(kube_api: Cluster,
     assert "the command exited with status 2" in err
 
 
+def a_replaced_rank0(api: Cluster) -> None:
+    """Rank 0's broker crashed and the Job made a new pod (a backoffLimit above 0): the failed pod stays
+    listed, the older of the two."""
+    all_running(api)
+    api.set_pod("default", "dev-0-abcde", status=finished(1, BROKER))
+    newer = broker_pod(0, running(BROKER))
+    newer["metadata"].update(name="dev-0-fghij", creationTimestamp="2026-01-01T00:05:00Z")
+    api.add_pod(newer)
+    api.logs[("default", "dev-0-fghij")] = "rank 0 is up again\n"
+
+
+def test_exec_runs_in_the_ranks_newest_pod_not_the_failed_one_it_replaced(kube_api: Cluster, capsys: Any) -> None:
+    a_replaced_rank0(kube_api)
+    assert cli.main(["exec", "--stack", "dev", "--", "hostname"]) == 0
+    assert capsys.readouterr().out.endswith("in dev-0-fghij\n")
+
+
+def test_logs_shows_the_ranks_newest_pod(kube_api: Cluster, capsys: Any) -> None:
+    a_replaced_rank0(kube_api)
+    assert cli.main(["logs", "--stack", "dev"]) == 0
+    assert capsys.readouterr().out == "rank 0 is up again\n"
+
+
 def test_exec_keeps_every_double_dash_of_the_command_after_the_separator(kube_api: Cluster) -> None:
     all_running(kube_api)
     ran: list[list[str]] = []
