@@ -10,6 +10,7 @@ from typing import Any
 
 import tomli_w
 
+from flux_minicluster.builders import restful_api
 from flux_minicluster.config import lifecycle, paths, rules
 from flux_minicluster.config.spec import MiniClusterSpec
 
@@ -23,8 +24,6 @@ SCRIPTS = (
 )  # fmt: skip
 """The scripts in every broker pod's run-config directory (pod_scripts/), beside config/sizing.py."""
 BATCH_SCRIPT = "batch.sh"
-RESTFUL_API_LIBRARIES = ".libraries"
-"""Where, beside the RESTful API's code, its init container installs the libraries it needs."""
 SECRET_ENV_PREFIX = "env."
 """Keys of the config Secret that hold the Flux container's secret environment values (env.NAME)."""
 BROKER_CONFIG_KEY = "broker.toml"
@@ -166,7 +165,7 @@ def _words(words: list[str]) -> str:
 
 def entrypoint_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
     """The Flux container's environment: the scripts' settings, and the RESTful API's credentials."""
-    return script_env(spec) + _restful_api_credentials(spec)
+    return script_env(spec) + restful_api.credentials(spec)
 
 
 def script_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
@@ -226,7 +225,7 @@ def script_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_METRICS_PORT": spec.metrics.port if spec.metrics.enabled else None,
         "MC_METRICS_CACHE": lifecycle.METRICS_CACHE if spec.metrics.enabled else None,
         "MC_MIN_SIZE": spec.smallest_size if spec.metrics.enabled else None,
-        **_restful_api_settings(spec),
+        **restful_api.settings(spec),
     }
     return _env(settings)
 
@@ -259,49 +258,3 @@ def _env(settings: dict[str, object | None]) -> list[dict[str, Any]]:
 def gpu_ids(count: int) -> str | None:
     """The GPUs of one broker in R, as an idset: the device plugin exposes a pod's GPUs as 0..count-1."""
     return rules.idset(range(count)) or None
-
-
-def _restful_api_settings(spec: MiniClusterSpec) -> dict[str, object | None]:
-    if not spec.restful_api.enabled:
-        return {}
-    return {
-        **restful_api_location(),
-        # The server's own settings (flux-restful-api reads these).
-        "FLUX_AUTH_BACKEND": "shared-secret",
-        "FLUX_REQUIRE_AUTH": "true",  # the same, for releases before FLUX_AUTH_BACKEND
-        # FLUX_NUMBER_NODES, the server's node count, is set by instance.sh from the current size.
-        "FLUX_OPTION_FLAGS": spec.option_flags,
-    }
-
-
-def restful_api_location() -> dict[str, str]:
-    """Where the RESTful API's init container puts the server, and rank 0 runs it from."""
-    return {"MC_RESTFUL_DIR": paths.RESTFUL_API_DIR, "MC_RESTFUL_LIBRARIES": RESTFUL_API_LIBRARIES}
-
-
-def restful_api_install_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
-    """The RESTful API's init container (install_restful_api.sh): where the image may have the server,
-    where to clone it from otherwise, and where to put it."""
-    api = spec.restful_api
-    settings = {
-        **restful_api_location(),
-        "MC_RESTFUL_INSTALL_DIR": api.install_dir,
-        "MC_RESTFUL_REPOSITORY": api.repository,
-        "MC_RESTFUL_BRANCH": api.branch,
-    }
-    return [{"name": key, "value": value} for key, value in settings.items()]
-
-
-RESTFUL_API_KEYS = {"FLUX_USER": "user", "FLUX_TOKEN": "token", "FLUX_SECRET_KEY": "secret-key"}
-"""The RESTful API server's credentials: its environment variable for each key of restfulApi.secretName."""
-
-
-def _restful_api_credentials(spec: MiniClusterSpec) -> list[dict[str, Any]]:
-    """From the user's Secret, never from config: the credentials never enter Pulumi's state."""
-    api = spec.restful_api
-    if not api.enabled:
-        return []
-    return [
-        {"name": var, "valueFrom": {"secretKeyRef": {"name": api.secret_name, "key": key}}}
-        for var, key in RESTFUL_API_KEYS.items()
-    ]

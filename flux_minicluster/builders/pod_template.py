@@ -5,11 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flux_minicluster.builders import autoscaling, flux_view, gang, monitoring, pod_security
+from flux_minicluster.builders import autoscaling, flux_view, gang, monitoring, pod_security, restful_api
 from flux_minicluster.builders.files import (
     SECRET_ENV_PREFIX,
     entrypoint_env,
-    restful_api_install_env,
     script,
     secret_run_files,
 )
@@ -156,7 +155,7 @@ def restful_api_init_container(spec: MiniClusterSpec) -> Manifest:
         "name": paths.RESTFUL_API,
         "image": spec.image,
         "command": ["/bin/sh", "-c", script("install_restful_api.sh")],
-        "env": restful_api_install_env(spec),
+        "env": restful_api.install_env(spec),
         "volumeMounts": [_restful_api_mount()],
     }
 

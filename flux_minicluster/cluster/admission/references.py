@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from flux_minicluster.builders.files import RESTFUL_API_KEYS
+from flux_minicluster.builders.restful_api import KEYS as RESTFUL_API_KEYS
 from flux_minicluster.cluster import api_calls, kube
 from flux_minicluster.config import consistency
 from flux_minicluster.config.consistency import PIN
