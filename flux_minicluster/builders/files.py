@@ -203,6 +203,7 @@ def script_env(spec: MiniClusterSpec) -> list[dict[str, Any]]:
         "MC_VIEW_SOFTWARE": paths.VIEW_SOFTWARE if spec.flux_view.enabled else None,
         "MC_BATCH_SCRIPT": BATCH_SCRIPT,
         "MC_SECRET_COMMAND": spec.is_secret("command"),
+        "MC_BACKOFF_LIMIT": spec.backoff_limit,
         "MC_BATCH_OUTPUT": spec.batch_output,
         "MC_STATE_VOLUME": paths.STATE_VOLUME if spec.state_volume is not None else None,
         "MC_HAND_OVER_NOTE": lifecycle.HAND_OVER_NOTE,

@@ -206,9 +206,10 @@ start_rank0() {
   elif ((${#command[@]} == 0)); then
     log "persistent instance: no initial program; stop it with 'flux shutdown'"
     program=(-Sbroker.rc2_none=1)
-  elif [[ $MC_MODE == interactive || ${MC_SECRET_COMMAND:?} == true ]]; then
+  elif [[ $MC_MODE == interactive || ${MC_SECRET_COMMAND:?} == true ]] || ((${MC_BACKOFF_LIMIT:?} > 0)); then
     # Flux logs its initial program's words, and a failed pod's log tail is its termination message
     # (in the pod's status, `pulumi up`'s error and Pulumi's state): a secret command runs from there.
+    # So does one the Job runs again after a failure: there, a failure first marks the workers.
     program=(bash "$run_config/instance.sh")
   else
     case $MC_MODE in

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rank 0's initial program (`flux start ... bash instance.sh`) for what needs more than one command:
-# the batch job, the interactive command, the Flux RESTful API; and for a secret command, whose words
-# Flux would log as its initial program's. It runs inside the instance, with the entrypoint's
+# the batch job, the interactive command, the Flux RESTful API; for a secret command, whose words
+# Flux would log as its initial program's; and for a command the Job runs again after a failure. It runs inside the instance, with the entrypoint's
 # environment (MC_RANK, MC_SIZE and FLUX_URI among it); flux start returns its status.
 
 set -o pipefail
@@ -46,22 +46,38 @@ run_interactive() {
   while :; do sleep 3600; done
 }
 
-# A secret command (`pulumi config set --secret minicluster:command`) in submit or launcher mode: what
-# the entrypoint would give flux start, run from here, where nothing logs its words.
-run_secret_command() {
-  local -a command submit
+# The command in submit or launcher mode, what the entrypoint would give flux start, run from here: a
+# secret one (`pulumi config set --secret minicluster:command`), where nothing logs its words, and one
+# the Job runs again after a failure (below).
+run_command() {
+  local -a command
   if [[ $MC_MODE == launcher ]]; then
     read_words command command.args
-    exec "${command[@]}"
+  else
+    submit_command command
   fi
-  submit_command submit
-  exec "${submit[@]}"
+  if ((${MC_BACKOFF_LIMIT:?} == 0)); then exec "${command[@]}"; fi
+  "${command[@]}" # on a shutdown Flux signals this program's process group, the command with it
+}
+
+# With a backoffLimit above 0 the Job runs rank 0 again after a failure. At the instance's end every
+# worker completes, and a Job never runs a completed index again: the next rank 0 waited for its
+# workers for good. So a failure first marks the workers to rejoin the next run, as a rank 0 that is
+# told to stop does (stopping.sh). Where the limit is reached, the Job fails and stops them.
+mark_for_the_next_run() {
+  log "the command failed (status $1), and the Job runs rank 0 again (backoffLimit $MC_BACKOFF_LIMIT):" \
+    "marking the workers to rejoin its next run"
+  bounded "$flux" exec -r all touch "${MC_REJOIN_MARK:?}" >/dev/null 2>&1 ||
+    log "could not mark every worker to rejoin; those that were not will complete"
 }
 
 if [[ -n ${MC_RESTFUL_PORT?} ]]; then run_restful_api; fi
+status=0
 case ${MC_MODE:?} in
-  batch) run_batch ;;
+  batch) run_batch || status=$? ;;
   interactive) run_interactive ;;
-  submit | launcher) run_secret_command ;;
+  submit | launcher) run_command || status=$? ;;
   *) die "instance.sh is for batch, interactive and secret commands, not mode '$MC_MODE'" ;;
 esac
+if ((status != 0 && MC_BACKOFF_LIMIT > 0)); then mark_for_the_next_run "$status"; fi
+exit "$status"

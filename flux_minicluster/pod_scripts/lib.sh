@@ -18,6 +18,19 @@ die() {
   exit 1
 }
 
+# A command that may take 5 s at most, where the image has `timeout` (the grace period bounds it anyway).
+# SIGTERM is not enough: `flux exec` passes it on to its tasks and goes on waiting for a rank that is
+# gone (a worker killed as rank 0 hands over), so the call is killed a second later.
+bounded() {
+  local -a limit
+  read -ra limit <<<"$(time_limit)"
+  "${limit[@]}" "$@"
+}
+
+time_limit() {
+  if command -v timeout >/dev/null; then printf 'timeout -k 1 5'; fi
+}
+
 # Lines of a mounted file into the named array; a missing file is an empty list.
 # (Namerefs get names no caller uses: `local -n x=x` is a circular reference.)
 read_lines() {

@@ -169,16 +169,3 @@ stop_scheduling() {
       log "could not stop scheduling${queue:+ of queue $queue}"
   done
 }
-
-# A command that may take 5 s at most, where the image has `timeout` (the grace period bounds it anyway).
-# SIGTERM is not enough: `flux exec` passes it on to its tasks and goes on waiting for a rank that is
-# gone (a worker killed as rank 0 hands over), so the call is killed a second later.
-bounded() {
-  local -a limit
-  read -ra limit <<<"$(time_limit)"
-  "${limit[@]}" "$@"
-}
-
-time_limit() {
-  if command -v timeout >/dev/null; then printf 'timeout -k 1 5'; fi
-}

@@ -138,6 +138,37 @@ def test_a_secret_commands_words_come_back_whole_in_instance_sh(tmp_path: Path) 
     assert in_instance(pods).subcommand("run") == [words[1:]]
 
 
+# -- a command the Job runs again ------------------------------------------------------------------
+# With a backoffLimit above 0 the Job runs rank 0 again after a failure; its workers, which complete at
+# the instance's end, would never run again (on the real engines the next rank 0 waited for them for
+# good). A failed command first marks them to rejoin the next run.
+
+
+def test_rank0_gives_flux_start_instance_sh_for_a_command_the_job_runs_again(tmp_path: Path) -> None:
+    pods = Pods(tmp_path, backoffLimit=2)
+    assert pods.run(0).start == ["start", *broker_options(pods, 0), "bash", str(pods.run_dir / "instance.sh")]
+
+
+@pytest.mark.parametrize("mode", ["submit", "launcher", "batch"])
+def test_a_failed_command_the_job_runs_again_marks_every_worker_to_rejoin(tmp_path: Path, mode: str) -> None:
+    pods = Pods(tmp_path, backoffLimit=1, mode=mode, command="flux run --fail" if mode == "launcher" else "hostname")
+    failing = {"submit": "STANDIN_EXITS_SUBMIT", "batch": "STANDIN_EXITS_JOB", "launcher": "STANDIN_EXITS_RUN"}[mode]
+    run = in_instance(pods, **{failing: "3"})
+    (marking,) = [call for call in run.calls if call["argv"][0] == "exec"]
+    assert marking["argv"] == ["exec", "-r", "all", "touch", marking["env"]["MC_REJOIN_MARK"]]  # every worker's
+    assert run.status == 3
+    assert "marking the workers to rejoin its next run" in run.stderr
+
+
+def test_a_command_that_succeeds_marks_none(tmp_path: Path) -> None:
+    assert in_instance(Pods(tmp_path, backoffLimit=1)).subcommand("exec") == []
+
+
+def test_a_failed_command_of_a_job_that_fails_at_once_marks_none(tmp_path: Path) -> None:
+    failed = in_instance(Pods(tmp_path, secret_keys=("command",)), STANDIN_EXITS_SUBMIT="3")  # backoffLimit 0
+    assert failed.status == 3 and failed.subcommand("exec") == []
+
+
 # -- RESTful API ----------------------------------------------------------------------------------
 
 API: dict[str, Any] = {"restfulApi": {"enabled": True, "secretName": "creds", "port": 5001}, "command": None}
