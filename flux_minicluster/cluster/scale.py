@@ -88,6 +88,7 @@ def _resize(api: Any, want: Scale, clock: Clock | None, say: Say) -> list[str]:
     job = api_calls.get(api, api_calls.jobs(want.namespace, want.job))
     current = _size(job)
     if finished := objects.job_finished(job):
+        _write_scale(api, want, want.size)  # the next Job's brokers read their quorum there as they start
         if want.size != current:
             raise ResizeFailed(
                 f"the Job has {finished}, so its instance no longer runs (`flux shutdown`, or rank 0's program "
@@ -95,7 +96,6 @@ def _resize(api: Any, want: Scale, clock: Clock | None, say: Say) -> list[str]:
                 "minicluster:rerun to a new number (`pulumi config set minicluster:rerun N`); a stateVolume keeps "
                 "its queue"
             )
-        _write_scale(api, want, want.size)
         return [f"the Job has {finished}: there is no running cluster to resize"]
     if want.size == current:
         _write_scale(api, want, want.size)

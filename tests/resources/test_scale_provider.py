@@ -252,6 +252,9 @@ def test_a_new_size_for_a_finished_job_fails_and_says_how_to_start_it_anew(
         "number (`pulumi config set minicluster:rerun N`); a stateVolume keeps its queue"
     ) in details
     assert cluster.job_size == (4, 4)
+    # The size asked, for the brokers of the Job that `rerun` makes: each reads its quorum there as it
+    # starts (left at 4, the new Job's rank 0 waited for ranks 2 and 3, on the real engines).
+    assert cluster.config_data == {"size": "6", "quorum": "6"}
 
 
 def test_a_finished_job_at_the_size_asked_is_left_as_it_is(plugin: ProviderPlugin, api: Cluster) -> None:
