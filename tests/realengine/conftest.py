@@ -57,6 +57,10 @@ def test_kubelet() -> None:
 def admin(control_plane: ControlPlane) -> client.ApiClient:
     """The tests' own client, as the cluster's admin (system:masters): one a worker, as no test changes it."""
     api: client.ApiClient = config.new_client_from_config(str(control_plane.kubeconfig))  # type: ignore[no-untyped-call]
+    # Its token never expires. The client's refresh hook sets the kubeconfig's settings again at every
+    # request, the proxies from os.environ among them, and a test kubelet's thread once did so while
+    # pytest changed PYTEST_CURRENT_TEST: a KeyError, and a pod status patch lost (a warning in CI).
+    api.configuration.refresh_api_key_hook = None
     return api
 
 
